@@ -1,0 +1,41 @@
+# The two commands of the quickstart are `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+HOST ?= 127.0.0.1
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test test-postgres bench lint migrate clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+# Web (daphne), Celery worker and beat side by side; Ctrl-C stops all three.
+run: migrate
+	@$(BIN)/python manage.py demo_tenant --base-url http://$(HOST):$(PORT)
+	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops the server, the worker and beat)"
+	@trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/celery -A config worker --beat --loglevel=INFO --concurrency=2 & \
+	$(BIN)/daphne -b $(HOST) -p $(PORT) config.asgi:application & \
+	wait
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python -m pytest tests/benchmarks -p no:cacheprovider -o addopts="" -s $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,1 @@
+"""API keys: issuing, rotating and revoking them, and authenticating callers of both surfaces."""

@@ -1,0 +1,82 @@
+"""API keys: how REST clients prove which tenant (and which of its live or test data) they act for."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.db import models
+from django.utils import timezone
+
+
+class Scope(models.TextChoices):
+    READ = "read", "Read"
+    WRITE = "write", "Write"
+    ADMIN = "admin", "Admin"
+
+
+SCOPE_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
+
+ROTATION_GRACE = timezone.timedelta(hours=24)
+
+
+class KeyStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    GRACE = "grace_period", "Old key in grace period"
+    REVOKED = "revoked", "Revoked"
+
+
+class ApiKey(models.Model):
+    """One secret key. Only its SHA-256 is stored; ``prefix`` and ``last4`` identify it in lists.
+
+    Lifecycle (the specification's key table): active → (rotate) grace period for 24 hours →
+    revoked, or revoked at once. The grace period ends by itself: authentication compares
+    ``expires_at`` with the clock, so no sweeper is needed.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="api_keys")
+    livemode = models.BooleanField()
+    name = models.CharField(max_length=100)
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    prefix = models.CharField(max_length=16, editable=False)  # "sk_live_AbCd"
+    last4 = models.CharField(max_length=4, editable=False)
+    hashed_key = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set when the key is rotated: the end of its grace period.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    replaced_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replaced"
+    )
+    created_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        indexes = [models.Index(fields=["tenant", "-created_at"], name="apikey_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.masked})"
+
+    @property
+    def masked(self) -> str:
+        return f"{self.prefix}…{self.last4}"
+
+    def status_at(self, now: datetime) -> str:
+        if self.revoked_at is not None or (self.expires_at is not None and self.expires_at <= now):
+            return KeyStatus.REVOKED
+        if self.expires_at is not None:
+            return KeyStatus.GRACE
+        return KeyStatus.ACTIVE
+
+    @property
+    def status(self) -> str:
+        return self.status_at(timezone.now())
+
+    @property
+    def is_usable(self) -> bool:
+        return self.status != KeyStatus.REVOKED
+
+    def allows(self, scope: str) -> bool:
+        return SCOPE_RANK[self.scope] >= SCOPE_RANK[scope]

@@ -1,0 +1,150 @@
+"""Base views of the two surfaces. Every API view derives from one of these.
+
+They fix, in one place, what no endpoint may forget: who the caller is (API key or legacy
+cookie), the scope check, the HTTPS rule of v1, the error envelope of the surface, and tenant and
+live/test scoping of every queryset (subclasses may narrow ``scoped_queryset`` but cannot replace
+``get_queryset``, after PostHog's ``TeamAndOrgViewSetMixin``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Model, QuerySet
+from rest_framework import viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.views import APIView
+
+from apikeys.authentication import AdminCookieAuthentication, BearerKeyAuthentication, Caller
+from config import errors as domain
+
+from . import ids
+from .errors import legacy_exception_handler, v1_exception_handler
+from .permissions import ScopePermission
+
+
+class HttpsRequired(domain.Forbidden):
+    default_message = "HTTPS is required: the v1 API does not accept plain HTTP requests."
+
+
+class V1Mixin:
+    surface = "v1"
+    authentication_classes = [BearerKeyAuthentication]
+    permission_classes = [ScopePermission]
+
+    def get_exception_handler(self):
+        return v1_exception_handler
+
+    def initial(self, request, *args, **kwargs):
+        if settings.V1_REQUIRE_HTTPS and not request.is_secure():
+            raise HttpsRequired()
+        super().initial(request, *args, **kwargs)
+
+
+class LegacyMixin:
+    surface = "legacy"
+    authentication_classes = [BearerKeyAuthentication, AdminCookieAuthentication]
+    permission_classes = [ScopePermission]
+
+    def get_exception_handler(self):
+        return legacy_exception_handler
+
+
+class PublicMixin:
+    """No authentication: ``/api/chat``, ``/api/widget``, ``/api/health``."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+
+class TenantScopedMixin:
+    """Querysets filtered by the caller's tenant and, for live/test data, its mode.
+
+    Subclasses set ``queryset`` (unscoped) and may narrow it in ``scoped_queryset``. A record
+    of another tenant or mode is simply absent: 404, never 403.
+    """
+
+    queryset: QuerySet | None = None
+    livemode_scoped = True
+    id_prefix: str | None = None  # v1 ids; None means the legacy UUID form
+    lookup_url_kwarg = "id"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "get_queryset" in cls.__dict__:
+            raise ImproperlyConfigured(
+                f"{cls.__name__} overrides get_queryset; narrow scoped_queryset instead so that "
+                "tenant and mode scoping cannot be lost."
+            )
+
+    @property
+    def caller(self) -> Caller:
+        return self.request.user
+
+    def get_queryset(self) -> QuerySet:
+        if self.queryset is None:
+            raise ImproperlyConfigured(f"{type(self).__name__} needs a queryset")
+        caller = self.caller
+        qs = self.queryset.all().filter(tenant=caller.tenant)
+        if self.livemode_scoped:
+            qs = qs.filter(livemode=caller.livemode)
+        return self.scoped_queryset(qs)
+
+    def scoped_queryset(self, queryset: QuerySet) -> QuerySet:
+        return queryset
+
+    def lookup_pk(self) -> UUID:
+        raw = self.kwargs[self.lookup_url_kwarg]
+        if self.id_prefix:
+            return ids.decode_or_404(self.id_prefix, raw)
+        return ids.parse_uuid_or_404(raw)
+
+    def get_object(self) -> Model:
+        obj = self.get_queryset().filter(pk=self.lookup_pk()).first()
+        if obj is None:
+            raise domain.NotFound()
+        self.check_object_permissions(self.request, obj)
+        return obj
+
+    def scope_kwargs(self) -> dict[str, Any]:
+        """Tenant and mode for a service call, from the caller and nowhere else."""
+        return {"tenant": self.caller.tenant, "livemode": self.caller.livemode}
+
+
+class V1APIView(V1Mixin, APIView):
+    pass
+
+
+class V1ViewSet(V1Mixin, TenantScopedMixin, viewsets.GenericViewSet):
+    pass
+
+
+class LegacyAPIView(LegacyMixin, APIView):
+    pass
+
+
+class LegacyViewSet(LegacyMixin, TenantScopedMixin, viewsets.GenericViewSet):
+    pass
+
+
+class PublicLegacyAPIView(PublicMixin, LegacyMixin, APIView):
+    pass
+
+
+class V1NotFoundView(PublicMixin, V1APIView):
+    """Catch-all at the end of the v1 routes: an unknown path is a v1 404."""
+
+    def _missing(self, request, *args, **kwargs):
+        raise domain.NotFound("No such endpoint: " + request.path)
+
+    get = post = put = patch = delete = head = options = _missing
+
+
+class LegacyNotFoundView(PublicMixin, LegacyAPIView):
+    def _missing(self, request, *args, **kwargs):
+        raise domain.NotFound("No such endpoint: " + request.path)
+
+    get = post = put = patch = delete = head = options = _missing

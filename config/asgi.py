@@ -1,0 +1,17 @@
+"""The ASGI application, served by daphne.
+
+HTTP goes to Django (static files served beside it, so the embedded default needs no other
+server). Server-Sent Events are plain streaming HTTP responses from async views.
+"""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+from channels.routing import ProtocolTypeRouter  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_asgi_app = get_asgi_application()
+
+application = ProtocolTypeRouter({"http": ASGIStaticFilesHandler(django_asgi_app)})

@@ -1,0 +1,92 @@
+"""``GET /api/health``: is the service able to serve? A real query, a cache round trip and a
+broker connection, each with a short timeout."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from django.core.cache import cache
+from django.db import connection
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from config.api.views import PublicLegacyAPIView
+
+logger = logging.getLogger("salesagent.health")
+
+
+def check_database() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        if cursor.fetchone() != (1,):
+            raise RuntimeError("unexpected answer")
+
+
+def check_cache() -> None:
+    key = f"health:{uuid.uuid4().hex}"
+    cache.set(key, "1", timeout=10)
+    if cache.get(key) != "1":
+        raise RuntimeError("the value written was not read back")
+    cache.delete(key)
+
+
+def check_broker() -> None:
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=2)
+
+
+CHECKS = {"database": check_database, "cache": check_cache, "broker": check_broker}
+
+class HealthComponentSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "down"])
+    latencyMs = serializers.FloatField()
+    error = serializers.CharField(required=False, help_text="The kind of failure.")
+
+
+class HealthView(PublicLegacyAPIView):
+    @extend_schema(
+        operation_id="legacy_health",
+        auth=[],
+        responses={
+            200: inline_serializer(
+                name="Health",
+                fields={
+                    "status": serializers.ChoiceField(choices=["ok", "unavailable"]),
+                    "components": serializers.DictField(child=HealthComponentSerializer()),
+                    "error": serializers.CharField(required=False),
+                },
+            ),
+            503: inline_serializer(
+                name="HealthDown",
+                fields={
+                    "error": serializers.CharField(),
+                    "status": serializers.CharField(),
+                    "components": serializers.DictField(child=HealthComponentSerializer()),
+                },
+            ),
+        },
+    )
+    def get(self, request):
+        components: dict[str, dict] = {}
+        for name, check in CHECKS.items():
+            started = time.perf_counter()
+            try:
+                check()
+                components[name] = {"status": "ok"}
+            except Exception as exc:  # every failure is a "down", whatever its kind
+                logger.warning("health check %s failed: %s", name, exc)
+                components[name] = {"status": "down", "error": type(exc).__name__}
+            components[name]["latencyMs"] = round((time.perf_counter() - started) * 1000, 2)
+        down = [name for name, c in components.items() if c["status"] != "ok"]
+        if down:
+            return Response(
+                {"error": f"Unavailable: {', '.join(down)}", "status": "unavailable",
+                 "components": components},
+                status=503,
+            )
+        return Response({"status": "ok", "components": components})

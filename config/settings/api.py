@@ -1,0 +1,36 @@
+"""Django REST framework and OpenAPI settings shared by both surfaces.
+
+Authentication, permissions, renderers and the error envelope are set per surface by the base
+views in ``config/api/views.py``; the defaults here are the strict ones so that a view that
+forgot its base class serves nothing.
+"""
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "config.api.errors.v1_exception_handler",
+    "UNICODE_JSON": True,
+    "COERCE_DECIMAL_TO_STRING": False,
+    "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%S.%fZ",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Sales Agent Service API",
+    "DESCRIPTION": (
+        "The AI sales agent service. Two surfaces coexist: the legacy surface under `/api/` "
+        "and the v1 surface under `/api/v1/`. See `/docs/errors` for the error reference."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {},
+    "SCHEMA_PATH_PREFIX_TRIM": False,
+    # Swagger UI's assets are served by the service itself: no third-party requests.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}

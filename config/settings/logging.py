@@ -1,0 +1,24 @@
+"""Logging: one line per record on stderr, carrying the request id where there is one."""
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "config.middleware.RequestIdLogFilter"}},
+    "formatters": {
+        "line": {
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        }
+    },
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "line",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["stderr"], "level": "INFO"},
+    "loggers": {
+        "django.request": {"level": "ERROR", "propagate": True},
+        "django.server": {"level": "WARNING", "propagate": True},
+    },
+}

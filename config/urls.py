@@ -1,0 +1,19 @@
+"""Root URL configuration: the v1 surface, the legacy surface, the admin and the docs pages."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from config import views
+
+urlpatterns = [
+    path("", include("config.urls_v1")),  # before the legacy catch-all under /api/
+    path("", include("config.urls_legacy")),
+    path("admin/", admin.site.urls),
+    path("docs/errors", views.error_reference, name="docs-errors"),
+    path("", views.home, name="home"),
+]
+
+handler400 = views.bad_request
+handler403 = views.permission_denied
+handler404 = views.page_not_found
+handler500 = views.server_error

@@ -1,0 +1,67 @@
+"""Pages the service serves itself: the home page, the error reference, and the error handlers
+that keep the surface's envelope even when a failure happens outside the API views."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
+from django.http import Http404
+from django.shortcuts import render
+from django.views import defaults
+
+from config.api.errors import json_error, surface_of
+
+ERROR_CODES = [
+    ("invalid_request", 400, "The body is malformed JSON, a required field is missing, or a field "
+     "or query parameter has a bad format. Also used with 405 (method not allowed), 413 (body too "
+     "large) and 415 (unsupported media type). details lists each field."),
+    ("unauthorized", 401, "The API key is missing, malformed, unknown, revoked, or past the 24-hour "
+     "grace period that follows a rotation."),
+    ("forbidden", 403, "The key's scope lacks the operation (read: GET; write: GET, POST, PATCH; "
+     "admin: all), or a v1 request came over plain HTTP."),
+    ("not_found", 404, "The resource does not exist, belongs to another tenant or to the other "
+     "mode (live/test), or the id has the wrong prefix or shape. Also unknown paths."),
+    ("conflict", 409, "The request conflicts with existing data, for example a lead email already "
+     "in use; the body carries existingLeadId."),
+    ("unprocessable", 422, "Valid JSON that fails a semantic rule: a reference to a user that is "
+     "not in the tenant, an analytics range over 365 days or a start after the end."),
+    ("rate_limit_exceeded", 429, "A rate limit was reached. The body carries retryAfter (seconds) "
+     "and limit; the X-RateLimit-RetryAfter header repeats retryAfter."),
+    ("internal_error", 500, "An unexpected failure. Retry with backoff; the body and the "
+     "X-Request-Id header carry the request id to quote."),
+    ("bad_gateway", 502, "The language-model provider answered with an error."),
+    ("service_unavailable", 503, "The service or one of its components is down, or the tenant "
+     "chose a language-model provider without configuring its key."),
+    ("gateway_timeout", 504, "The language-model provider did not answer in time."),
+]
+
+
+def home(request):
+    return render(request, "home.html")
+
+
+def error_reference(request):
+    return render(request, "docs/errors.html", {"codes": ERROR_CODES})
+
+
+def bad_request(request, exception=None):
+    if surface := surface_of(request.path):
+        return json_error(request, exception or SuspiciousOperation(), surface)
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request, exception=None):
+    if surface := surface_of(request.path):
+        return json_error(request, PermissionDenied(), surface)
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request, exception=None):
+    if surface := surface_of(request.path):
+        return json_error(request, Http404(), surface)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    if surface := surface_of(request.path):
+        return json_error(request, RuntimeError("unhandled error outside a view"), surface)
+    return defaults.server_error(request)

@@ -1,0 +1,26 @@
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+
+from .models import Tenant, User
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["name", "public_id", "plan", "agent_provider", "created_at"]
+    list_filter = ["plan", "agent_provider"]
+    search_fields = ["name", "public_id"]
+    readonly_fields = ["id", "public_id", "has_agent_api_key", "created_at", "updated_at"]
+    fields = ["id", "name", "public_id", "plan", "agent_provider", "agent_model", "agent_base_url",
+              "has_agent_api_key", "created_at", "updated_at"]
+
+    @admin.display(boolean=True, description="Agent API key set")
+    def has_agent_api_key(self, obj: Tenant) -> bool:
+        return obj.has_agent_api_key
+
+
+@admin.register(User)
+class TenantUserAdmin(UserAdmin):
+    list_display = ["username", "email", "tenant", "role", "is_staff", "is_active"]
+    list_filter = ["tenant", "role", "is_staff", "is_active"]
+    search_fields = ["username", "email", "first_name", "last_name"]
+    fieldsets = [*UserAdmin.fieldsets, ("Tenant", {"fields": ["tenant", "role"]})]

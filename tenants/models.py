@@ -1,0 +1,93 @@
+"""Tenants (the customers of the service) and the people who work in them."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+
+from . import crypto
+
+
+def new_public_id() -> str:
+    return "tn_" + secrets.token_hex(10)
+
+
+class Plan(models.TextChoices):
+    STARTER = "starter", "Starter"
+    GROWTH = "growth", "Growth"  # shown as "pro" on the v1 surface
+    ENTERPRISE = "enterprise", "Enterprise"
+
+
+class AgentProvider(models.TextChoices):
+    BUILTIN = "builtin", "Built-in offline agent"
+    OPENAI = "openai", "OpenAI-compatible provider"
+
+
+class Tenant(models.Model):
+    """A customer of the service. Every tenant-owned row points here."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    # What the widget's data-tenant attribute carries: public, unguessable, not the primary key.
+    public_id = models.CharField(max_length=40, unique=True, default=new_public_id, editable=False)
+    plan = models.CharField(max_length=20, choices=Plan.choices, default=Plan.STARTER)
+
+    agent_provider = models.CharField(
+        max_length=20, choices=AgentProvider.choices, default=AgentProvider.BUILTIN
+    )
+    agent_model = models.CharField(max_length=100, default="gpt-4o-mini", blank=True)
+    agent_base_url = models.URLField(
+        blank=True, help_text="Optional OpenAI-compatible base URL, for example a local server."
+    )
+    # Encrypted at rest; never returned by any API after it is set.
+    agent_api_key_encrypted = models.TextField(blank=True, editable=False)
+
+    # SHA-256 of the admin token that opens a legacy cookie session.
+    admin_token_hash = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def agent_api_key(self) -> str:
+        return crypto.decrypt(self.agent_api_key_encrypted)
+
+    @property
+    def has_agent_api_key(self) -> bool:
+        return bool(self.agent_api_key_encrypted)
+
+
+class UserRole(models.TextChoices):
+    REP = "rep", "Sales rep"
+    MANAGER = "manager", "Sales manager"
+
+
+class User(AbstractUser):
+    """A person who signs in: a tenant's sales staff, or an operator of the service (no tenant).
+
+    Leads and conversations are assigned to users of their tenant; the v1 surface shows them as
+    ``user_<hex>``.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="users"
+    )
+    role = models.CharField(max_length=20, choices=UserRole.choices, default=UserRole.REP)
+
+    class Meta:
+        ordering = ["date_joined", "id"]
+        indexes = [models.Index(fields=["tenant", "date_joined", "id"], name="user_tenant_joined")]
+
+    @property
+    def display_name(self) -> str:
+        return self.get_full_name() or self.username
