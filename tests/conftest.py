@@ -1,0 +1,85 @@
+"""Fixtures shared by the whole suite.
+
+``api`` sends real HTTP requests through the project's ASGI application (``config.asgi``), with
+every middleware, as daphne would run it.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+
+from .factories import TenantKit, make_tenant
+
+
+class ApiClient:
+    """A synchronous facade over httpx + ASGITransport; runs the ASGI app in-process."""
+
+    def __init__(self, base_url: str = "https://testserver"):
+        from config.asgi import application
+
+        self.base_url = base_url
+        self._transport = httpx.ASGITransport(app=application)
+        self.cookies = httpx.Cookies()
+
+    def request(self, method: str, path: str, *, json: Any = None, headers: dict | None = None,
+                content: bytes | str | None = None, base_url: str | None = None,
+                **kwargs) -> httpx.Response:
+        async def send() -> httpx.Response:
+            async with httpx.AsyncClient(transport=self._transport,
+                                         base_url=base_url or self.base_url,
+                                         cookies=self.cookies) as client:
+                response = await client.request(method, path, json=json, headers=headers,
+                                                content=content, **kwargs)
+                self.cookies.update(response.cookies)
+                return response
+
+        return async_to_sync(send)()
+
+    def get(self, path: str, **kw) -> httpx.Response:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, **kw) -> httpx.Response:
+        return self.request("POST", path, **kw)
+
+    def patch(self, path: str, **kw) -> httpx.Response:
+        return self.request("PATCH", path, **kw)
+
+    def delete(self, path: str, **kw) -> httpx.Response:
+        return self.request("DELETE", path, **kw)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _keep_test_connection_open():
+    # As Django's own test client does: the test's transaction must outlive each request.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def api(db) -> ApiClient:
+    return ApiClient()
+
+
+@pytest.fixture
+def kit(db) -> TenantKit:
+    return make_tenant("Acme Inc")
+
+
+@pytest.fixture
+def stranger(db) -> TenantKit:
+    """Another tenant, who should never see or touch ``kit``'s data."""
+    return make_tenant("Stranger Corp")
+
+
+def body(response: httpx.Response) -> Any:
+    return jsonlib.loads(response.content)
