@@ -7,9 +7,11 @@ import logging
 import time
 import uuid
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from drf_spectacular.utils import extend_schema, inline_serializer
+from kombu import Connection
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -34,9 +36,8 @@ def check_cache() -> None:
 
 
 def check_broker() -> None:
-    from config.celery import app
-
-    with app.connection_for_write() as conn:
+    with Connection(settings.CELERY_BROKER_URL, connect_timeout=2,
+                    transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS) as conn:
         conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=2)
 
 

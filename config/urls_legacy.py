@@ -1,7 +1,7 @@
 """The legacy surface: everything under ``/api/`` outside ``/api/v1/``."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularJSONAPIView
 
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
@@ -16,7 +16,7 @@ urlpatterns = [
     *routes,
     path(
         "api/schema",
-        SpectacularAPIView.as_view(
+        SpectacularJSONAPIView.as_view(
             patterns=routes,
             custom_settings={"TITLE": "Sales Agent Service API (legacy)"},
         ),

@@ -1,7 +1,7 @@
 """The v1 surface: everything under ``/api/v1/``. An unknown path there is a v1 404."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from config.api.views import V1NotFoundView
 from tenants.api.v1 import UserViewSet
@@ -16,7 +16,7 @@ urlpatterns = [
     *routes,
     path(
         "api/v1/schema",
-        SpectacularAPIView.as_view(
+        SpectacularJSONAPIView.as_view(
             patterns=routes,
             custom_settings={
                 "TITLE": "Sales Agent Service API (v1)",

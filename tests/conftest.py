@@ -7,6 +7,7 @@ every middleware, as daphne would run it.
 from __future__ import annotations
 
 import json as jsonlib
+import logging
 from typing import Any
 
 import httpx
@@ -15,11 +16,14 @@ from asgiref.sync import async_to_sync
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
+from . import openapi
 from .factories import TenantKit, make_tenant
 
 
 class ApiClient:
     """A synchronous facade over httpx + ASGITransport; runs the ASGI app in-process."""
+
+    validate_schema = True
 
     def __init__(self, base_url: str = "https://testserver"):
         from config.asgi import application
@@ -40,7 +44,10 @@ class ApiClient:
                 self.cookies.update(response.cookies)
                 return response
 
-        return async_to_sync(send)()
+        response = async_to_sync(send)()
+        if self.validate_schema:
+            openapi.validate(response)
+        return response
 
     def get(self, path: str, **kw) -> httpx.Response:
         return self.request("GET", path, **kw)
@@ -53,6 +60,9 @@ class ApiClient:
 
     def delete(self, path: str, **kw) -> httpx.Response:
         return self.request("DELETE", path, **kw)
+
+
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 @pytest.fixture(autouse=True, scope="session")

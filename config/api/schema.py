@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
-from .errors import LEGACY_STATUS, V1_STATUS
+from .errors import V1_STATUS
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """Our list endpoints return envelopes (``{data, pagination}``, ``{leads: [...]}``) that each
+    view documents whole, so a list action's response is never wrapped in an array."""
+
+    def _is_list_view(self, serializer=None) -> bool:
+        return False
 
 _V1_CODES = list(V1_STATUS)
 _DETAIL_CODES = ["required", "invalid_format", "too_long", "too_short", "out_of_range", "invalid_enum"]
@@ -59,16 +68,22 @@ _V1_DESCRIPTIONS = {
 }
 
 
-def v1_errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    """Error responses for ``extend_schema(responses=...)``; 401, 403, 429 and 500 always."""
-    wanted = sorted({*statuses, 401, 403, 429, 500})
+_BODY_ERRORS = {400, 413, 415}
+
+
+def v1_errors(*statuses: int, body: bool = False) -> dict[int, OpenApiResponse]:
+    """Error responses for ``extend_schema(responses=...)``: 401, 403, 429 and 500 always, and
+    with ``body=True`` those of an endpoint that reads a body (400, 413, 415)."""
+    wanted = sorted({*statuses, 401, 403, 429, 500, *(_BODY_ERRORS if body else ())})
     return {s: OpenApiResponse(V1ErrorSerializer, description=_V1_DESCRIPTIONS[s]) for s in wanted}
 
 
-def legacy_errors(*statuses: int, public: bool = False) -> dict[int, OpenApiResponse]:
+def legacy_errors(*statuses: int, public: bool = False, body: bool = False,
+                  ) -> dict[int, OpenApiResponse]:
     base = {429, 500} if public else {401, 403, 429, 500}
+    wanted = sorted({*statuses, *base, *(_BODY_ERRORS if body else ())})
     return {s: OpenApiResponse(LegacyErrorSerializer, description="{error: description}")
-            for s in sorted({*statuses, *base})}
+            for s in wanted}
 
 
 def paginated(name: str, item: serializers.Serializer | type[serializers.Serializer]):

@@ -20,7 +20,10 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("VAR_DIR") or BASE_DIR / "var")
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = env_bool("DEBUG", default=not env_str("DATABASE_URL"))
+DATABASE_URL = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "sqlite"))
+REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss"))
+# The embedded default (no DATABASE_URL) is a developer's machine: DEBUG on unless said otherwise.
+DEBUG = env_bool("DEBUG", default=not DATABASE_URL)
 
 
 def _secret_key() -> str:
@@ -100,7 +103,6 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 
-DATABASE_URL = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "sqlite"))
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
 else:
@@ -124,8 +126,6 @@ IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, cache, channel layer, Celery ----------------------------------------------------
-
-REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss"))
 
 if REDIS_URL:
     CACHES = {

@@ -72,7 +72,7 @@ class AdminAuthView(LegacyAPIView):
     @extend_schema(
         operation_id="legacy_admin_auth_login",
         request=LoginSerializer,
-        responses={200: _SessionSerializer, **legacy_errors(400, public=True), 401: legacy_errors(401)[401]},
+        responses={200: _SessionSerializer, **legacy_errors(401, public=True, body=True)},
         auth=[],
     )
     def post(self, request):
