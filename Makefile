@@ -23,10 +23,7 @@ migrate: install
 run: migrate
 	@$(BIN)/python manage.py demo_tenant --base-url http://$(HOST):$(PORT)
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops the server, the worker and beat)"
-	@trap 'kill 0' INT TERM EXIT; \
-	$(BIN)/celery -A config worker --beat --loglevel=INFO --concurrency=2 & \
-	$(BIN)/daphne -b $(HOST) -p $(PORT) config.asgi:application & \
-	wait
+	@$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

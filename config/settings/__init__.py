@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "corsheaders",
     "channels",
+    "config",
     "tenants",
     "apikeys",
     "leads",
