@@ -28,7 +28,9 @@ def _new_secret(livemode: bool) -> str:
     return (LIVE_PREFIX if livemode else TEST_PREFIX) + body
 
 
-def _issue(*, tenant: Tenant, name: str, scope: str, livemode: bool, created_by: str = "") -> tuple[ApiKey, str]:
+def _issue(
+    *, tenant: Tenant, name: str, scope: str, livemode: bool, created_by: str = ""
+) -> tuple[ApiKey, str]:
     raw = _new_secret(livemode)
     key = ApiKey.objects.create(
         tenant=tenant,

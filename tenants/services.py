@@ -6,7 +6,7 @@ import secrets
 
 from django.db import transaction
 
-from config.errors import Unprocessable, FieldError
+from config.errors import FieldError, Unprocessable
 
 from . import crypto
 from .models import AgentProvider, Plan, Tenant, User, UserRole

@@ -12,7 +12,7 @@ def _v1_error(r, status, code):
     assert r.status_code == status, r.content
     assert r.headers["content-type"].startswith("application/json")
     error = r.json()["error"]
-    assert V1_KEYS <= set(error)
+    assert set(error) >= V1_KEYS
     assert error["code"] == code
     assert error["doc_url"] == f"https://testserver/docs/errors#{code}"
     return error

@@ -35,7 +35,9 @@ class ScopePermission(permissions.BasePermission):
     def has_permission(self, request, view) -> bool:
         caller = request.user
         if not isinstance(caller, Caller):
-            raise exceptions.NotAuthenticated("Authentication required: send 'Authorization: Bearer <API key>'.")
+            raise exceptions.NotAuthenticated(
+                "Authentication required: send 'Authorization: Bearer <API key>'."
+            )
         needed = required_scope(view, request.method)
         if not caller.allows(needed):
             raise exceptions.PermissionDenied(
