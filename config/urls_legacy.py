@@ -5,11 +5,17 @@ from drf_spectacular.views import SpectacularJSONAPIView
 
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
+from conversations.api.legacy import LegacyConversationViewSet, PublicChatView
 from tenants.api.legacy import AdminAuthView
 
 routes = [
     path("api/health", HealthView.as_view(), name="legacy-health"),
     path("api/admin/auth", AdminAuthView.as_view(), name="legacy-admin-auth"),
+    path("api/chat", PublicChatView.as_view(), name="legacy-chat"),
+    path("api/conversations/<str:id>", LegacyConversationViewSet.as_view({"get": "retrieve"}),
+         name="legacy-conversation"),
+    path("api/leads/<str:id>/conversations",
+         LegacyConversationViewSet.as_view({"get": "by_lead"}), name="legacy-lead-conversations"),
 ]
 
 urlpatterns = [

@@ -4,12 +4,23 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from config.api.views import V1NotFoundView
+from conversations.api.v1 import ChatViewSet, ConversationViewSet
 from tenants.api.v1 import UserViewSet
 
 # The documented API; the OpenAPI schema is generated from exactly these.
 routes = [
     path("api/v1/users", UserViewSet.as_view({"get": "list"}), name="v1-users"),
     path("api/v1/users/<str:id>", UserViewSet.as_view({"get": "retrieve"}), name="v1-user"),
+    path("api/v1/chat", ChatViewSet.as_view({"post": "create"}), name="v1-chat"),
+    path("api/v1/chat/sessions/<str:sessionId>", ChatViewSet.as_view({"get": "retrieve"}),
+         name="v1-chat-session"),
+    path("api/v1/conversations", ConversationViewSet.as_view({"get": "list"}),
+         name="v1-conversations"),
+    path("api/v1/conversations/<str:id>",
+         ConversationViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+         name="v1-conversation"),
+    path("api/v1/conversations/<str:id>/close", ConversationViewSet.as_view({"post": "close"}),
+         name="v1-conversation-close"),
 ]
 
 urlpatterns = [

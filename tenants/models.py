@@ -45,6 +45,28 @@ class Tenant(models.Model):
     # Encrypted at rest; never returned by any API after it is set.
     agent_api_key_encrypted = models.TextField(blank=True, editable=False)
 
+    # Meetings the agent may book: the tenant's time zone, working days (0 = Monday) and
+    # hours, and the length of a discovery call. An external booking link replaces the slots.
+    meeting_timezone = models.CharField(max_length=64, default="UTC")
+    meeting_days = models.JSONField(default=list, blank=True,
+                                    help_text="Working days, 0 = Monday; empty means Monday-Friday.")
+    meeting_start_hour = models.PositiveSmallIntegerField(default=9)
+    meeting_end_hour = models.PositiveSmallIntegerField(default=17)
+    meeting_minutes = models.PositiveSmallIntegerField(default=30)
+    booking_url = models.URLField(blank=True)
+
+    # Qualification (docs/agent.md): an email, a score of at least this, and this many of the
+    # four BANT criteria.
+    qualification_min_score = models.PositiveSmallIntegerField(default=60)
+    qualification_min_bant = models.PositiveSmallIntegerField(default=2)
+    # The estimated deal size of a qualified lead, in USD: intent.high_value's
+    # estimatedDealSize and the analytics pipeline value.
+    default_deal_value = models.DecimalField(max_digits=12, decimal_places=2, default=10000)
+
+    # Origins (scheme://host[:port]) whose pages may embed the widget and call the public
+    # /api/chat and /api/widget endpoints from the browser.
+    allowed_origins = models.JSONField(default=list, blank=True)
+
     # SHA-256 of the admin token that opens a legacy cookie session.
     admin_token_hash = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
 
@@ -83,6 +105,8 @@ class User(AbstractUser):
         Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="users"
     )
     role = models.CharField(max_length=20, choices=UserRole.choices, default=UserRole.REP)
+    # Round-robin assignment of handed-off conversations: the rep waiting longest goes next.
+    last_assigned_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["date_joined", "id"]

@@ -71,6 +71,7 @@ def tenant_set_agent(
     model: str | None = None,
     api_key: str | None = None,
     base_url: str | None = None,
+    booking_url: str | None = None,
 ) -> Tenant:
     """Changes the agent settings; ``api_key=""`` clears the key, ``None`` leaves it alone."""
     if provider is not None:
@@ -83,6 +84,12 @@ def tenant_set_agent(
         tenant.agent_base_url = base_url.strip()
     if api_key is not None:
         tenant.agent_api_key_encrypted = crypto.encrypt(api_key.strip())
+    if booking_url is not None:
+        tenant.booking_url = booking_url.strip()
+    for field, value in (("agent_base_url", tenant.agent_base_url), ("booking_url", tenant.booking_url)):
+        if value and not value.startswith(("http://", "https://")):
+            raise Unprocessable("URLs must start with http:// or https://.",
+                                details=[FieldError(field, "invalid_format", "An http(s) URL.")])
     tenant.save()
     return tenant
 

@@ -31,14 +31,34 @@ def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | Non
     raise TimeoutError(f"nothing listening on {port} after {timeout}s")
 
 
+def environment(env: dict[str, str | None] | None = None) -> dict[str, str]:
+    """This process's environment with ``env`` applied; a None value removes the variable."""
+    merged = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
+    """Runs ``manage.py`` in a subprocess and returns its standard output."""
+    proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment(env),
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr}")
+    return proc.stdout
+
+
 @contextlib.contextmanager
-def daphne(env: dict[str, str] | None = None) -> Iterator[str]:
+def daphne(env: dict[str, str | None] | None = None) -> Iterator[str]:
     """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "config.asgi:application"],
-        cwd=ROOT, env={**os.environ, **(env or {})},
+        cwd=ROOT, env=environment(env),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:

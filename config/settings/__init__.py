@@ -163,8 +163,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-# Periodic sweepers; each app adds its own entries (see config/celery.py).
-CELERY_BEAT_SCHEDULE: dict = {}
+# Periodic sweepers.
+CELERY_BEAT_SCHEDULE: dict = {
+    "expire-idle-conversations": {"task": "conversations.expire_idle", "schedule": 60.0},
+}
 CELERY_TIMEZONE = "UTC"
 
 # --- HTTP, security, CORS -------------------------------------------------------------------
@@ -204,3 +206,8 @@ LOGIN_URL = "/admin/login/"
 
 from .api import *  # noqa: E402,F403
 from .logging import *  # noqa: E402,F403
+
+# --- The agent ------------------------------------------------------------------------------
+
+AGENT_TIMEOUT_SECONDS = env_int("AGENT_TIMEOUT_SECONDS", 30, minimum=1)
+AGENT_MAX_RETRIES = env_int("AGENT_MAX_RETRIES", 2, minimum=0)

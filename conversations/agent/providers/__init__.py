@@ -1,0 +1,30 @@
+"""Language-model providers. ``provider_for(tenant)`` picks the tenant's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from config.errors import ProviderNotConfigured
+
+from .base import Provider
+from .builtin import BuiltinProvider
+
+if TYPE_CHECKING:
+    from tenants.models import Tenant
+
+
+def provider_for(tenant: Tenant) -> Provider:
+    if tenant.agent_provider == "openai":
+        from .openai import OpenAIProvider
+
+        key = tenant.agent_api_key
+        if not key:
+            raise ProviderNotConfigured(
+                "The tenant's language-model provider (openai) has no API key configured."
+            )
+        return OpenAIProvider(api_key=key, model=tenant.agent_model or "gpt-4o-mini",
+                              base_url=tenant.agent_base_url or None)
+    return BuiltinProvider()
+
+
+__all__ = ["Provider", "provider_for"]

@@ -1,0 +1,258 @@
+"""The OpenAI provider, through the official ``openai`` client (any OpenAI-compatible server).
+
+A turn is two calls: ``analyze`` forces one function call (``record_turn``) whose arguments are
+the structured outcome; ``reply`` streams the text. Visitor text and knowledge passages travel
+as data in their own messages, never inside the instructions. Errors map to the domain's
+provider errors (v1 502/504, legacy 503).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+from django.conf import settings
+
+from config.errors import ProviderTimeout, ProviderUnavailable
+
+from .. import prompts
+from ..types import INTENTS, PRIORITIES, TEAMS, Analysis, Contact, Handoff, Plan, TurnContext
+from .base import Provider
+
+logger = logging.getLogger("salesagent.agent")
+
+SIGNALS = ("budget", "authority", "need", "timeline", "team_size", "demo_interest",
+           "purchase_intent", "pricing_interest", "objection")
+
+RECORD_TURN = {
+    "type": "function",
+    "function": {
+        "name": "record_turn",
+        "description": "Record the analysis of the visitor's last message.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "intent": {"type": "string", "enum": list(INTENTS)},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                "contact": {
+                    "type": "object",
+                    "properties": {k: {"type": "string"} for k in
+                                   ("email", "name", "company", "title", "phone")},
+                },
+                "signals": {"type": "array", "items": {"type": "string", "enum": list(SIGNALS)}},
+                "handoff": {
+                    "type": "object",
+                    "properties": {
+                        "reason": {"type": "string"},
+                        "priority": {"type": "string", "enum": list(PRIORITIES)},
+                        "suggested_team": {"type": "string", "enum": list(TEAMS)},
+                    },
+                },
+                "wants_meeting": {"type": "boolean"},
+                "chosen_slot": {"type": "string"},
+                "ends_conversation": {"type": "boolean"},
+                "language": {"type": "string", "description": "ISO 639-1 code of the message"},
+                "subject": {"type": "string"},
+                "summary": {"type": "string"},
+                "relevant_passages": {"type": "array", "items": {"type": "integer"}},
+            },
+            "required": ["intent", "confidence"],
+        },
+    },
+}
+
+_SECRET = re.compile(r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-)?[A-Za-z0-9_\-]{8,}|\bat_[A-Za-z0-9_\-]{20,}")
+_HOLDBACK = 64  # characters kept back while a secret might still be arriving
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(self, *, api_key: str, model: str, base_url: str | None = None):
+        self.model = model
+        self.client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=settings.AGENT_TIMEOUT_SECONDS,
+            max_retries=settings.AGENT_MAX_RETRIES,
+        )
+
+    async def analyze(self, ctx: TurnContext) -> Analysis:
+        messages = [
+            {"role": "system", "content": prompts.ANALYZE.format(tenant=ctx.tenant_name)},
+            _data_message(ctx),
+            *_history(ctx),
+            {"role": "user", "content": ctx.message},
+        ]
+        try:
+            completion = await self.client.chat.completions.create(
+                model=self.model, messages=messages, tools=[RECORD_TURN],
+                tool_choice={"type": "function", "function": {"name": "record_turn"}},
+                temperature=0,
+            )
+        except Exception as exc:
+            raise _provider_error(exc) from exc
+        return _parse_analysis(completion, ctx)
+
+    async def reply(self, ctx: TurnContext, analysis: Analysis, plan: Plan) -> AsyncIterator[str]:
+        system = prompts.REPLY.format(tenant=ctx.tenant_name, language=ctx.language,
+                                      plan=_plan_instructions(ctx, analysis, plan))
+        messages = [
+            {"role": "system", "content": system},
+            _data_message(ctx, only=analysis.cited),
+            *_history(ctx),
+            {"role": "user", "content": ctx.message},
+        ]
+        redactor = Redactor()
+        try:
+            stream = await self.client.chat.completions.create(
+                model=self.model, messages=messages, stream=True, temperature=0.3,
+            )
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta.content
+                if delta:
+                    safe = redactor.feed(delta)
+                    if safe:
+                        yield safe
+        except Exception as exc:
+            raise _provider_error(exc) from exc
+        rest = redactor.flush()
+        if rest:
+            yield rest
+
+
+class Redactor:
+    """Removes anything shaped like a key or token from streamed text, across chunk borders."""
+
+    def __init__(self) -> None:
+        self.buffer = ""
+
+    def feed(self, text: str) -> str:
+        self.buffer = _SECRET.sub("[redacted]", self.buffer + text)
+        if len(self.buffer) <= _HOLDBACK:
+            return ""
+        out, self.buffer = self.buffer[:-_HOLDBACK], self.buffer[-_HOLDBACK:]
+        return out
+
+    def flush(self) -> str:
+        out, self.buffer = _SECRET.sub("[redacted]", self.buffer), ""
+        return out
+
+
+def _history(ctx: TurnContext) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in ctx.history[-20:]]
+
+
+def _data_message(ctx: TurnContext, only: tuple[int, ...] | None = None) -> dict[str, str]:
+    passages = [
+        {"index": i, "title": p.title, "text": p.excerpt}
+        for i, p in enumerate(ctx.passages)
+        if only is None or i in only
+    ]
+    data: dict[str, Any] = {"reference_passages": passages}
+    if ctx.slots:
+        data["offered_meeting_slots"] = [{"token": s.token, "label": s.label} for s in ctx.slots]
+    if ctx.known_contact.as_dict():
+        data["known_visitor_details"] = ctx.known_contact.as_dict()
+    return {"role": "system",
+            "content": prompts.DATA_PREAMBLE + "\n" + json.dumps(data, ensure_ascii=False)}
+
+
+def _plan_instructions(ctx: TurnContext, analysis: Analysis, plan: Plan) -> str:
+    steps: list[str] = []
+    if plan.handoff:
+        steps.append("A human colleague is taking over: tell the visitor briefly that a team "
+                     "member will reply here shortly. Do not answer further.")
+        return "\n".join(f"- {s}" for s in steps)
+    if plan.lead_captured:
+        steps.append("Thank the visitor for their contact details.")
+    if plan.booked_slot:
+        steps.append(f"Confirm the meeting booked for {plan.booked_slot.label}.")
+    elif plan.slot_unavailable:
+        steps.append("The chosen time is no longer free: apologise and point to the other times "
+                     "shown as buttons below your reply.")
+    elif plan.offer_slots:
+        steps.append("Offer a discovery call; the available times are shown as buttons below "
+                     "your reply, so do not list them.")
+    elif plan.booking_url:
+        steps.append("Offer a discovery call; a booking link is shown below your reply.")
+    if plan.qualified:
+        steps.append("The visitor looks like a good fit; say so warmly, without pressure.")
+    if plan.needs_email:
+        steps.append("Ask for the visitor's email address.")
+    elif plan.next_question:
+        steps.append(f"Ask one qualifying question about their {plan.next_question}.")
+    if analysis.ends_conversation:
+        steps.append("The visitor is leaving: thank them and say goodbye.")
+    steps.append("Answer the visitor's message.")
+    return "\n".join(f"- {s}" for s in steps)
+
+
+def _parse_analysis(completion: Any, ctx: TurnContext) -> Analysis:
+    try:
+        call = completion.choices[0].message.tool_calls[0]
+        args = json.loads(call.function.arguments)
+        if not isinstance(args, dict):
+            raise ValueError("arguments are not an object")
+    except (AttributeError, IndexError, TypeError, ValueError) as exc:
+        logger.warning("provider returned no usable record_turn call: %s", exc)
+        raise ProviderUnavailable("The language-model provider returned an unusable answer.") from exc
+
+    intent = args.get("intent") if args.get("intent") in INTENTS else "other"
+    try:
+        confidence = min(1.0, max(0.0, float(args.get("confidence", 0.5))))
+    except (TypeError, ValueError):
+        confidence = 0.5
+    contact_args = args.get("contact") if isinstance(args.get("contact"), dict) else {}
+    contact = Contact(**{k: _short(contact_args.get(k), 200) for k in
+                         ("email", "name", "company", "title", "phone")})
+    handoff = None
+    if isinstance(args.get("handoff"), dict) and args["handoff"].get("reason"):
+        h = args["handoff"]
+        handoff = Handoff(
+            reason=_short(h.get("reason"), 500) or "",
+            priority=h.get("priority") if h.get("priority") in PRIORITIES else "normal",
+            suggested_team=h.get("suggested_team") if h.get("suggested_team") in TEAMS else "sales",
+        )
+    tokens = {s.token for s in ctx.slots}
+    chosen = args.get("chosen_slot") if args.get("chosen_slot") in tokens else None
+    cited = tuple(i for i in args.get("relevant_passages") or []
+                  if isinstance(i, int) and 0 <= i < len(ctx.passages))
+    signals = frozenset(s for s in args.get("signals") or [] if s in SIGNALS)
+    language = args.get("language") if isinstance(args.get("language"), str) else None
+    return Analysis(
+        intent=intent, confidence=confidence, contact=contact, signals=signals, handoff=handoff,
+        wants_meeting=bool(args.get("wants_meeting")), chosen_slot=chosen,
+        ends_conversation=bool(args.get("ends_conversation")),
+        language=language[:2].lower() if language and re.fullmatch(r"[A-Za-z]{2}", language[:2]) else None,
+        subject=_short(args.get("subject"), 200), summary=_short(args.get("summary"), 2000),
+        cited=cited,
+    )
+
+
+def _short(value: Any, limit: int) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:limit]
+
+
+def _provider_error(exc: Exception) -> Exception:
+    if isinstance(exc, (ProviderUnavailable, ProviderTimeout)):
+        return exc
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderTimeout()
+    if isinstance(exc, openai.APIStatusError):
+        logger.warning("provider answered %s: %s", exc.status_code, str(exc)[:300])
+        return ProviderUnavailable(
+            f"The language-model provider answered with an error (HTTP {exc.status_code})."
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderUnavailable("The language-model provider could not be reached.")
+    logger.exception("unexpected provider failure")
+    return ProviderUnavailable()

@@ -1,0 +1,233 @@
+"""Legacy surface: conversations by id and by lead, and the public ``POST /api/chat`` that the
+widget uses (JSON, or Server-Sent Events with ``stream: true``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
+from config.api.fields import format_timestamp
+from config.api.ids import parse_uuid, parse_uuid_or_404
+from config.api.pagination import paginate
+from config.api.schema import legacy_errors
+from config.api.views import LegacyViewSet, PublicLegacyAPIView
+from config.errors import NotFound
+from conversations import presenters
+from conversations.agent.providers import provider_for
+from conversations.models import LEGACY_STATUS, Channel, Conversation
+from conversations.selectors import lead_conversations
+from conversations.services import TurnInput, run_turn, stream_turn
+from leads.models import Lead
+from leads.vocabulary import LEGACY_OF_STORED
+from tenants.models import Tenant
+
+from .sse import EventStreamRenderer, event_stream
+from .v1 import (
+    SESSION_MESSAGE_CAP,
+    ChatRequestSerializer,
+    HandoffSerializer,
+    SuggestedActionSerializer,
+    request_metadata,
+)
+
+_MessageSerializer = inline_serializer(name="LegacyMessage", fields={
+    "role": serializers.ChoiceField(choices=["user", "assistant"]),
+    "content": serializers.CharField(),
+    "createdAt": serializers.CharField(),
+})
+
+
+class LegacyConversationSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    leadId = serializers.UUIDField(allow_null=True)
+    channel = serializers.CharField()
+    status = serializers.ChoiceField(choices=sorted(set(LEGACY_STATUS.values())))
+    summary = serializers.CharField(allow_blank=True)
+    messages = serializers.ListField(child=serializers.DictField())
+
+
+class LegacyConversationItemSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    leadId = serializers.UUIDField(allow_null=True)
+    channel = serializers.CharField()
+    status = serializers.ChoiceField(choices=sorted(set(LEGACY_STATUS.values())))
+    summary = serializers.CharField(allow_blank=True)
+    messageCount = serializers.IntegerField()
+    startedAt = serializers.CharField()
+    lastMessageAt = serializers.CharField()
+
+
+class LegacyPageQuery(serializers.Serializer):
+    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000)
+    limit = serializers.IntegerField(default=20, min_value=1, max_value=100)
+
+
+def legacy_item(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": str(conversation.pk),
+        "leadId": str(conversation.lead_id) if conversation.lead_id else None,
+        "channel": conversation.channel,
+        "status": LEGACY_STATUS[conversation.status],
+        "summary": conversation.summary,
+        "messageCount": conversation.message_count,
+        "startedAt": format_timestamp(conversation.started_at),
+        "lastMessageAt": format_timestamp(conversation.last_message_at),
+    }
+
+
+class LegacyConversationViewSet(LegacyViewSet):
+    queryset = Conversation.objects.all()
+
+    @extend_schema(
+        operation_id="legacy_conversations_retrieve",
+        responses={200: inline_serializer(name="LegacyConversationEnvelope",
+                                          fields={"conversation": LegacyConversationSerializer()}),
+                   **legacy_errors(404)},
+    )
+    def retrieve(self, request, id: str):
+        conversation = self.get_object()
+        messages = list(conversation.messages.order_by("sequence")[:SESSION_MESSAGE_CAP])
+        return Response({"conversation": presenters.legacy_conversation(conversation, messages)})
+
+    @extend_schema(
+        operation_id="legacy_lead_conversations",
+        parameters=[OpenApiParameter("page", int), OpenApiParameter("limit", int,
+                                                                    description="1-100, default 20")],
+        responses={200: inline_serializer(name="LegacyLeadConversations", fields={
+            "conversations": LegacyConversationItemSerializer(many=True),
+            "pagination": inline_serializer(name="LegacyConvPagination", fields={
+                "page": serializers.IntegerField(), "limit": serializers.IntegerField(),
+                "total": serializers.IntegerField(), "hasMore": serializers.BooleanField()}),
+        }), **legacy_errors(400, 404)},
+    )
+    def by_lead(self, request, id: str):
+        from config.api.query import parse_query
+
+        query = parse_query(request, LegacyPageQuery)
+        lead_pk = parse_uuid_or_404(id)
+        caller = self.caller
+        if not Lead.objects.filter(pk=lead_pk, tenant=caller.tenant, livemode=caller.livemode).exists():
+            raise NotFound()
+        page = paginate(lead_conversations(self.get_queryset(), lead_id=lead_pk),
+                        page=query["page"], limit=query["limit"])
+        meta = page.meta
+        return Response({
+            "conversations": [legacy_item(c) for c in page.items],
+            "pagination": {"page": meta["page"], "limit": meta["limit"], "total": meta["total"],
+                           "hasMore": meta["hasMore"]},
+        })
+
+
+class PublicChatSerializer(ChatRequestSerializer):
+    tenant = serializers.CharField(required=False, max_length=40,
+                                   help_text="The tenant's public id (or the ?tenant= parameter).")
+
+    def validate_sessionId(self, value):  # noqa: N802
+        if value in (None, ""):
+            return None
+        found = parse_uuid(value)
+        if found is None:
+            raise serializers.ValidationError("Expected a session id (UUID).", code="invalid_format")
+        return found
+
+
+def legacy_chat_response(outcome, visitor_id: str) -> dict[str, Any]:
+    message = outcome.message
+    data: dict[str, Any] = {
+        "id": str(message.pk),
+        "sessionId": str(outcome.conversation.pk),
+        "visitorId": visitor_id,
+        "role": "assistant",
+        "content": message.content,
+        "intent": message.intent,
+        "confidence": message.confidence,
+        "suggestedActions": message.suggested_actions,
+        "leadScore": outcome.conversation.lead_score,
+        "createdAt": format_timestamp(message.created_at),
+    }
+    if outcome.handoff:
+        data["handoff"] = outcome.handoff
+    data.update(widget_events(outcome))
+    return data
+
+
+def widget_events(outcome) -> dict[str, Any]:
+    """What happened in this turn that the widget announces on the page (docs/widget.md)."""
+    events: list[dict[str, Any]] = []
+    conversation = outcome.conversation
+    lead = conversation.lead
+    plan = outcome.plan
+    lead_data = None
+    if lead is not None:
+        lead_data = {"id": str(lead.pk), "name": lead.name, "email": lead.email,
+                     "company": lead.company, "status": LEGACY_OF_STORED[lead.status],
+                     "qualificationScore": lead.score}
+    if plan and plan.qualified and lead_data:
+        events.append({"type": "lead.qualified", "lead": lead_data})
+    if plan and plan.booked_slot and lead_data:
+        events.append({"type": "meeting.booked", "lead": lead_data, "meeting": {
+            "startsAt": format_timestamp(plan.booked_slot.start),
+            "endsAt": format_timestamp(plan.booked_slot.end), "label": plan.booked_slot.label}})
+    return {"events": events}
+
+
+def legacy_stream_shape(event: str, data: dict) -> dict:
+    if event == "message_start":
+        return {"id": str(data["id"]), "sessionId": str(data["sessionId"])}
+    if event == "message_end":
+        shaped = {k: v for k, v in data.items() if k != "outcome"}
+        shaped.update(widget_events(data["outcome"]))
+        return shaped
+    return data
+
+
+class PublicChatView(PublicLegacyAPIView):
+    """``POST /api/chat``: the widget's chat, public, on the tenant's live data."""
+
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        operation_id="legacy_chat",
+        auth=[],
+        parameters=[OpenApiParameter("tenant", str, description="The tenant's public id.")],
+        request=PublicChatSerializer,
+        responses={
+            200: OpenApiResponse(inline_serializer(name="LegacyChatResponse", fields={
+                "id": serializers.UUIDField(), "sessionId": serializers.UUIDField(),
+                "visitorId": serializers.CharField(), "role": serializers.CharField(),
+                "content": serializers.CharField(), "intent": serializers.CharField(),
+                "confidence": serializers.FloatField(),
+                "suggestedActions": SuggestedActionSerializer(many=True),
+                "leadScore": serializers.IntegerField(), "createdAt": serializers.CharField(),
+                "handoff": HandoffSerializer(required=False),
+                "events": serializers.ListField(child=serializers.DictField()),
+            }), description="The reply, or with stream=true the same Server-Sent Events as v1."),
+            **legacy_errors(404, 503, public=True, body=True),
+        },
+    )
+    def post(self, request):
+        body = PublicChatSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        public_id = data.get("tenant") or request.GET.get("tenant", "")
+        tenant = Tenant.objects.filter(public_id=public_id).first() if public_id else None
+        if tenant is None:
+            raise NotFound("Unknown tenant.")
+        provider = provider_for(tenant)
+        turn = TurnInput(
+            tenant=tenant, livemode=True, visitor_id=data["visitorId"], message=data["message"],
+            session_id=data.get("sessionId"), channel=Channel.WEB_CHAT,
+            language=data.get("language"), metadata=request_metadata(request, data["metadata"]),
+        )
+        if data["stream"]:
+            return event_stream(stream_turn(turn, provider), legacy_stream_shape)
+        outcome = async_to_sync(run_turn)(turn, provider)
+        return Response(legacy_chat_response(outcome, data["visitorId"]))

@@ -1,0 +1,313 @@
+"""v1 surface: ``POST /api/v1/chat`` (JSON or Server-Sent Events), chat sessions, and
+conversations with their messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
+from apikeys.models import Scope
+from config.api.fields import PrefixedIdField, TimestampField, format_timestamp
+from config.api.ids import decode
+from config.api.pagination import paginate
+from config.api.query import DateOrDateTimeField, PageQuery, parse_query
+from config.api.schema import paginated, v1_errors
+from config.api.views import V1ViewSet
+from conversations import presenters
+from conversations.agent.providers import provider_for
+from conversations.agent.types import INTENTS
+from conversations.languages import ISO_639_1
+from conversations.models import Channel, Conversation, ConversationStatus, Message
+from conversations.selectors import conversation_list, conversation_messages
+from conversations.services import (
+    TurnInput,
+    conversation_close,
+    conversation_delete,
+    run_turn,
+    stream_turn,
+)
+
+from .sse import EventStreamRenderer, event_stream
+
+MAX_METADATA_KEYS = 50
+MAX_METADATA_BYTES = 8 * 1024
+SESSION_MESSAGE_CAP = 1000
+
+
+# --- shapes -------------------------------------------------------------------------------
+
+
+class SuggestedActionSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["link", "reply"])
+    label = serializers.CharField()
+    url = serializers.CharField(required=False)
+    message = serializers.CharField(required=False)
+
+
+class HandoffSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    priority = serializers.ChoiceField(choices=["low", "normal", "high", "urgent"])
+    suggestedTeam = serializers.CharField()
+
+
+class ChatResponseSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="msg_ id of the assistant message")
+    sessionId = serializers.CharField(help_text="sess_ id; send it back to continue")
+    visitorId = serializers.CharField()
+    role = serializers.ChoiceField(choices=["assistant"])
+    content = serializers.CharField(help_text="Markdown")
+    intent = serializers.ChoiceField(choices=list(INTENTS))
+    confidence = serializers.FloatField(min_value=0, max_value=1)
+    suggestedActions = SuggestedActionSerializer(many=True)
+    leadScore = serializers.IntegerField(min_value=0, max_value=100)
+    createdAt = TimestampField()
+    handoff = HandoffSerializer(required=False)
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    role = serializers.ChoiceField(choices=["user", "assistant"])
+    content = serializers.CharField()
+    intent = serializers.CharField(required=False, allow_null=True)
+    confidence = serializers.FloatField(required=False, allow_null=True)
+    createdAt = TimestampField()
+
+
+class ConversationSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    leadId = serializers.CharField(allow_null=True)
+    visitorId = serializers.CharField()
+    channel = serializers.ChoiceField(choices=Channel.values)
+    status = serializers.ChoiceField(choices=ConversationStatus.values)
+    subject = serializers.CharField(allow_null=True)
+    messageCount = serializers.IntegerField()
+    summary = serializers.CharField(allow_null=True)
+    intents = serializers.ListField(child=serializers.CharField())
+    leadScore = serializers.IntegerField()
+    assignedTo = serializers.CharField(allow_null=True)
+    startedAt = TimestampField()
+    lastMessageAt = TimestampField()
+    createdAt = TimestampField()
+
+
+class ConversationDetailSerializer(ConversationSerializer):
+    metadata = serializers.DictField()
+    messages = MessageSerializer(many=True, required=False)
+
+
+class SessionSerializer(serializers.Serializer):
+    sessionId = serializers.CharField()
+    visitorId = serializers.CharField()
+    leadId = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=ConversationStatus.values)
+    messages = MessageSerializer(many=True)
+    startedAt = TimestampField()
+    lastActivityAt = TimestampField()
+
+
+def chat_response(outcome, visitor_id: str) -> dict[str, Any]:
+    message: Message = outcome.message
+    data = {
+        "id": presenters.msg_id(message.pk),
+        "sessionId": presenters.sess_id(outcome.conversation.pk),
+        "visitorId": visitor_id,
+        "role": "assistant",
+        "content": message.content,
+        "intent": message.intent,
+        "confidence": message.confidence,
+        "suggestedActions": message.suggested_actions,
+        "leadScore": outcome.conversation.lead_score,
+        "createdAt": format_timestamp(message.created_at),
+    }
+    if outcome.handoff:
+        data["handoff"] = outcome.handoff
+    return data
+
+
+def v1_stream_shape(event: str, data: dict) -> dict:
+    if event == "message_start":
+        return {"id": presenters.msg_id(data["id"]), "sessionId": presenters.sess_id(data["sessionId"])}
+    if event == "message_end":
+        return {k: v for k, v in data.items() if k != "outcome"}
+    return data
+
+
+# --- requests -----------------------------------------------------------------------------
+
+
+class ChatRequestSerializer(serializers.Serializer):
+    message = serializers.CharField(max_length=4000, trim_whitespace=False)
+    visitorId = serializers.CharField(max_length=200)
+    sessionId = serializers.CharField(required=False, allow_null=True, max_length=64)
+    stream = serializers.BooleanField(required=False, default=False)
+    metadata = serializers.DictField(required=False, default=dict)
+    language = serializers.CharField(required=False, allow_null=True, max_length=2, min_length=2)
+
+    def validate_message(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("The message must not be empty.", code="required")
+        return value
+
+    def validate_sessionId(self, value):  # noqa: N802 - the API's field name
+        if value in (None, ""):
+            return None
+        found = decode("sess", value) or decode("conv", value)
+        if found is None:
+            raise serializers.ValidationError("Expected a session id of the form sess_<32 hex>.",
+                                              code="invalid_format")
+        return found
+
+    def validate_metadata(self, value: dict) -> dict:
+        if len(value) > MAX_METADATA_KEYS:
+            raise serializers.ValidationError(f"At most {MAX_METADATA_KEYS} keys.", code="too_long")
+        if len(json.dumps(value)) > MAX_METADATA_BYTES:
+            raise serializers.ValidationError(f"At most {MAX_METADATA_BYTES} bytes of JSON.",
+                                              code="too_long")
+        return value
+
+    def validate_language(self, value):
+        if value in (None, ""):
+            return None
+        if value.lower() not in ISO_639_1:
+            raise serializers.ValidationError("Expected an ISO 639-1 language code such as 'en'.",
+                                              code="invalid_enum")
+        return value.lower()
+
+
+def request_metadata(request, body_metadata: dict) -> dict[str, Any]:
+    """What the conversation records of where the visitor came from (docs/conversations.md)."""
+    meta = dict(body_metadata)
+    meta.setdefault("userAgent", request.headers.get("User-Agent", "")[:500] or None)
+    meta.setdefault("referrer", request.headers.get("Referer", "")[:2000] or None)
+    meta.setdefault("landingPage", None)
+    return meta
+
+
+class ConversationListQuery(PageQuery):
+    leadId = PrefixedIdField("lead", required=False)
+    status = serializers.ChoiceField(choices=ConversationStatus.values, required=False)
+    channel = serializers.ChoiceField(choices=Channel.values, required=False)
+    startDate = DateOrDateTimeField(required=False)
+    endDate = DateOrDateTimeField(required=False, end_of_day=True)
+    sortBy = serializers.ChoiceField(choices=["startedAt", "lastMessageAt", "messageCount"],
+                                     default="lastMessageAt")
+    sortOrder = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
+
+
+class ConversationDetailQuery(serializers.Serializer):
+    includeMessages = serializers.BooleanField(default=True)
+    messageLimit = serializers.IntegerField(default=50, min_value=1, max_value=200)
+    messageOffset = serializers.IntegerField(default=0, min_value=0, max_value=1_000_000)
+
+
+# --- views --------------------------------------------------------------------------------
+
+
+class ChatViewSet(V1ViewSet):
+    queryset = Conversation.objects.all()
+    id_prefix = "sess"
+    lookup_url_kwarg = "sessionId"
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    def perform_content_negotiation(self, request, force=False):
+        # Whatever the Accept header, errors are JSON; the stream is its own response.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        operation_id="v1_chat",
+        request=ChatRequestSerializer,
+        responses={
+            200: OpenApiResponse(ChatResponseSerializer, description=(
+                "The reply. With stream=true: text/event-stream of message_start {id, sessionId}, "
+                "content_delta {delta}..., then message_end {intent, confidence, leadScore, "
+                "suggestedActions, handoff?} or error {code, message}.")),
+            **v1_errors(404, 502, 503, 504, body=True),
+        },
+    )
+    def create(self, request):
+        body = ChatRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        caller = self.caller
+        provider = provider_for(caller.tenant)
+        turn = TurnInput(
+            tenant=caller.tenant, livemode=caller.livemode, visitor_id=data["visitorId"],
+            message=data["message"], session_id=data.get("sessionId"), channel=Channel.API,
+            language=data.get("language"), metadata=request_metadata(request, data["metadata"]),
+        )
+        if data["stream"]:
+            return event_stream(stream_turn(turn, provider), v1_stream_shape)
+        outcome = async_to_sync(run_turn)(turn, provider)
+        return Response(chat_response(outcome, data["visitorId"]))
+
+    @extend_schema(operation_id="v1_chat_session", responses={200: SessionSerializer,
+                                                              **v1_errors(404)})
+    def retrieve(self, request, sessionId: str):  # noqa: N803 - the path parameter's name
+        conversation = self.get_object()
+        messages = list(conversation.messages.order_by("sequence")[:SESSION_MESSAGE_CAP])
+        return Response({
+            "sessionId": presenters.sess_id(conversation.pk),
+            "visitorId": conversation.visitor_id,
+            "leadId": presenters.lead_id(conversation.lead_id),
+            "status": conversation.status,
+            "messages": [presenters.session_message(m) for m in messages],
+            "startedAt": format_timestamp(conversation.started_at),
+            "lastActivityAt": format_timestamp(conversation.last_message_at),
+        })
+
+
+class ConversationViewSet(V1ViewSet):
+    queryset = Conversation.objects.all()
+    id_prefix = "conv"
+    min_scope = {"close": Scope.WRITE}
+
+    @extend_schema(
+        operation_id="v1_conversations_list",
+        parameters=[ConversationListQuery],
+        responses={200: paginated("ConversationList", ConversationSerializer), **v1_errors(400)},
+    )
+    def list(self, request):
+        query = parse_query(request, ConversationListQuery)
+        queryset = conversation_list(self.get_queryset(), **{
+            k: query.get(k) for k in ("leadId", "status", "channel", "startDate", "endDate")
+        }, sort_by=query["sortBy"], sort_order=query["sortOrder"])
+        page = paginate(queryset, page=query["page"], limit=query["limit"])
+        return Response({"data": [presenters.v1_conversation(c) for c in page.items],
+                         "pagination": page.meta})
+
+    @extend_schema(
+        operation_id="v1_conversations_retrieve",
+        parameters=[ConversationDetailQuery],
+        responses={200: ConversationDetailSerializer, **v1_errors(400, 404)},
+    )
+    def retrieve(self, request, id: str):
+        query = parse_query(request, ConversationDetailQuery)
+        conversation = self.get_object()
+        return Response(self._detail(conversation, query))
+
+    @extend_schema(operation_id="v1_conversations_delete", responses={204: None, **v1_errors(404)})
+    def destroy(self, request, id: str):
+        conversation_delete(conversation=self.get_object())
+        return Response(status=204)
+
+    @extend_schema(operation_id="v1_conversations_close", request=None,
+                   responses={200: ConversationDetailSerializer, **v1_errors(404)})
+    def close(self, request, id: str):
+        conversation = conversation_close(conversation=self.get_object(), reason="closed_by_api")
+        return Response(self._detail(conversation, {"includeMessages": False}))
+
+    def _detail(self, conversation: Conversation, query: dict) -> dict[str, Any]:
+        data = presenters.v1_conversation(conversation)
+        data["metadata"] = presenters.v1_metadata(conversation)
+        if query.get("includeMessages", True):
+            messages = conversation_messages(conversation, offset=query.get("messageOffset", 0),
+                                             limit=query.get("messageLimit", 50))
+            data["messages"] = [presenters.v1_message(m) for m in messages]
+        return data
+

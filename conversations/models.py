@@ -1,0 +1,174 @@
+"""Conversations (chat sessions) and their messages.
+
+A chat session and its conversation are one row: v1 shows it as ``conv_<hex>`` and, on the chat
+endpoints, as ``sess_<hex>`` of the same UUID.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Channel(models.TextChoices):
+    WEB_CHAT = "web_chat", "Website chat widget"
+    API = "api", "API"
+    WHATSAPP = "whatsapp", "WhatsApp"
+    SLACK = "slack", "Slack"
+
+
+class ConversationStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    CLOSED = "closed", "Closed"
+    HANDED_OFF = "handed_off", "Handed off to a person"
+    EXPIRED = "expired", "Expired"
+
+
+# The legacy surface's words for the same states (docs/conversations.md).
+LEGACY_STATUS = {
+    ConversationStatus.ACTIVE: "active",
+    ConversationStatus.CLOSED: "completed",
+    ConversationStatus.HANDED_OFF: "handed_off",
+    ConversationStatus.EXPIRED: "completed",
+}
+
+IDLE_EXPIRY = timezone.timedelta(minutes=30)
+
+
+class Conversation(models.Model):
+    """One visitor's chat: its messages, what the agent learned, and who has it now."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="conversations")
+    livemode = models.BooleanField()
+    lead = models.ForeignKey("leads.Lead", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="conversations")
+    visitor_id = models.CharField(max_length=200)
+    channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.API)
+    status = models.CharField(max_length=10, choices=ConversationStatus.choices,
+                              default=ConversationStatus.ACTIVE)
+    subject = models.CharField(max_length=200, blank=True)
+    summary = models.TextField(blank=True)
+    intents = models.JSONField(default=list, blank=True)  # distinct, in order of first detection
+    signals = models.JSONField(default=list, blank=True)  # buying signals seen so far
+    # Contact details gathered before there is a lead (a name before the email, say).
+    contact = models.JSONField(default=dict, blank=True)
+    lead_score = models.PositiveSmallIntegerField(default=0)
+    score_reasons = models.JSONField(default=list, blank=True)
+    language = models.CharField(max_length=8, blank=True)
+    assigned_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="conversations")
+    handoff = models.JSONField(null=True, blank=True)  # {reason, priority, suggestedTeam, context}
+    metadata = models.JSONField(default=dict, blank=True)  # userAgent, referrer, landingPage, ...
+    offered_slots = models.JSONField(default=list, blank=True)  # slot tokens last offered
+    high_value_notified = models.BooleanField(default=False)  # intent.high_value fires once
+    message_count = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    last_message_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-last_message_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "livemode", "last_message_at", "id"], name="conv_last_msg"),
+            models.Index(fields=["tenant", "livemode", "started_at", "id"], name="conv_started"),
+            models.Index(fields=["tenant", "livemode", "message_count", "id"], name="conv_msg_count"),
+            models.Index(fields=["tenant", "livemode", "status", "last_message_at", "id"],
+                         name="conv_status"),
+            models.Index(fields=["tenant", "livemode", "channel", "last_message_at", "id"],
+                         name="conv_channel"),
+            models.Index(fields=["tenant", "livemode", "lead", "started_at", "id"], name="conv_lead"),
+            models.Index(fields=["tenant", "livemode", "visitor_id", "last_message_at"],
+                         name="conv_visitor"),
+            # The expiry sweeper: active conversations by idleness, across tenants.
+            models.Index(fields=["last_message_at"], condition=models.Q(status="active"),
+                         name="conv_active_idle"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_channel_display()} conversation {self.pk}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (ConversationStatus.ACTIVE, ConversationStatus.HANDED_OFF)
+
+
+class Role(models.TextChoices):
+    USER = "user", "Visitor"
+    ASSISTANT = "assistant", "Assistant"
+
+
+class Message(models.Model):
+    """One message. Assistant messages carry what the agent read in the visitor's message."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    sequence = models.PositiveIntegerField()  # 0, 1, 2... within the conversation
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField()
+    intent = models.CharField(max_length=40, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    # A person of the tenant who wrote this assistant message (human takeover), if not the agent.
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    suggested_actions = models.JSONField(default=list, blank=True)
+    handoff = models.JSONField(null=True, blank=True)
+    sources = models.JSONField(default=list, blank=True)  # knowledge documents the reply used
+    # Set when a stream ended before the reply was complete (client gone, provider failed).
+    interrupted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "sequence"], name="message_sequence"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class MeetingStatus(models.TextChoices):
+    SCHEDULED = "scheduled", "Scheduled"
+    CANCELLED = "cancelled", "Cancelled"
+    COMPLETED = "completed", "Completed"
+
+
+class Meeting(models.Model):
+    """A discovery meeting the agent booked for a lead, in the tenant's availability."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="meetings")
+    livemode = models.BooleanField()
+    lead = models.ForeignKey("leads.Lead", on_delete=models.CASCADE, related_name="meetings")
+    conversation = models.ForeignKey(Conversation, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="meetings")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    time_zone = models.CharField(max_length=64, default="UTC")
+    status = models.CharField(max_length=10, choices=MeetingStatus.choices,
+                              default=MeetingStatus.SCHEDULED)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["starts_at", "id"]
+        indexes = [models.Index(fields=["tenant", "livemode", "starts_at"], name="meeting_start")]
+        constraints = [
+            # Two bookings of one slot: the second insert fails and the agent offers other times.
+            models.UniqueConstraint(fields=["tenant", "livemode", "starts_at"],
+                                    condition=models.Q(status="scheduled"),
+                                    name="meeting_one_per_slot"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Meeting {self.starts_at:%Y-%m-%d %H:%M} with {self.lead_id}"

@@ -1,0 +1,142 @@
+"""How conversations, messages and meetings look on each surface, and in event data.
+
+Plain functions over model instances: the list endpoints call them per row without a
+serializer's overhead, and the events carry exactly what the v1 surface shows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from config.api.fields import format_timestamp
+from config.api.ids import encode
+from leads.vocabulary import LEGACY_OF_STORED
+
+from .agent.types import Passage
+from .models import LEGACY_STATUS, Conversation, Meeting, Message
+
+
+def conv_id(pk: uuid.UUID | None) -> str | None:
+    return encode("conv", pk)
+
+
+def sess_id(pk: uuid.UUID | None) -> str | None:
+    return encode("sess", pk)
+
+
+def msg_id(pk: uuid.UUID | None) -> str | None:
+    return encode("msg", pk)
+
+
+def lead_id(pk: uuid.UUID | None) -> str | None:
+    return encode("lead", pk)
+
+
+def user_id(pk: uuid.UUID | None) -> str | None:
+    return encode("user", pk)
+
+
+def v1_message(message: Message) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": msg_id(message.pk),
+        "role": message.role,
+        "content": message.content,
+    }
+    if message.role == "assistant":
+        data["intent"] = message.intent or None
+        data["confidence"] = message.confidence
+    data["createdAt"] = format_timestamp(message.created_at)
+    return data
+
+
+def session_message(message: Message) -> dict[str, Any]:
+    """A message of the chat session object: ``intent`` where there is one."""
+    data: dict[str, Any] = {"id": msg_id(message.pk), "role": message.role,
+                            "content": message.content}
+    if message.intent:
+        data["intent"] = message.intent
+    data["createdAt"] = format_timestamp(message.created_at)
+    return data
+
+
+def v1_conversation_brief(conversation: Conversation) -> dict[str, Any]:
+    """The conversation in event data."""
+    return {
+        "id": conv_id(conversation.pk),
+        "leadId": lead_id(conversation.lead_id),
+        "visitorId": conversation.visitor_id,
+        "channel": conversation.channel,
+        "status": conversation.status,
+        "messageCount": conversation.message_count,
+        "subject": conversation.subject or None,
+        "summary": conversation.summary or None,
+        "startedAt": format_timestamp(conversation.started_at),
+        "lastMessageAt": format_timestamp(conversation.last_message_at),
+    }
+
+
+def v1_conversation(conversation: Conversation) -> dict[str, Any]:
+    """The v1 list item: every field but ``metadata`` and ``messages``."""
+    return {
+        "id": conv_id(conversation.pk),
+        "leadId": lead_id(conversation.lead_id),
+        "visitorId": conversation.visitor_id,
+        "channel": conversation.channel,
+        "status": conversation.status,
+        "subject": conversation.subject or None,
+        "messageCount": conversation.message_count,
+        "summary": conversation.summary or None,
+        "intents": list(conversation.intents),
+        "leadScore": conversation.lead_score,
+        "assignedTo": user_id(conversation.assigned_to_id),
+        "startedAt": format_timestamp(conversation.started_at),
+        "lastMessageAt": format_timestamp(conversation.last_message_at),
+        "createdAt": format_timestamp(conversation.created_at),
+    }
+
+
+METADATA_KEYS = ("userAgent", "referrer", "landingPage")
+
+
+def v1_metadata(conversation: Conversation) -> dict[str, Any]:
+    """``userAgent``, ``referrer`` and ``landingPage`` always (null when unknown), then any
+    other key the chat request's ``metadata`` carried."""
+    meta = dict(conversation.metadata or {})
+    return {**{k: meta.pop(k, None) for k in METADATA_KEYS}, **meta}
+
+
+def legacy_conversation(conversation: Conversation, messages: list[Message]) -> dict[str, Any]:
+    return {
+        "id": str(conversation.pk),
+        "leadId": str(conversation.lead_id) if conversation.lead_id else None,
+        "channel": conversation.channel,
+        "status": LEGACY_STATUS[conversation.status],
+        "summary": conversation.summary,
+        "messages": [
+            {"role": m.role, "content": m.content, "createdAt": format_timestamp(m.created_at)}
+            for m in messages
+        ],
+    }
+
+
+def source(passage: Passage) -> dict[str, Any]:
+    return {"documentId": str(passage.document_id), "title": passage.title,
+            **({"url": passage.url} if passage.url else {})}
+
+
+def meeting_booked_data(meeting: Meeting, lead) -> dict[str, Any]:
+    """The legacy ``meeting.booked`` webhook data (docs/events.md)."""
+    return {
+        "lead": {
+            "id": str(lead.pk), "name": lead.name, "email": lead.email, "company": lead.company,
+            "status": LEGACY_OF_STORED[lead.status], "qualificationScore": lead.score,
+        },
+        "meeting": {
+            "id": str(meeting.pk),
+            "startsAt": format_timestamp(meeting.starts_at),
+            "endsAt": format_timestamp(meeting.ends_at),
+            "timezone": meeting.time_zone,
+            "conversationId": str(meeting.conversation_id) if meeting.conversation_id else None,
+        },
+    }

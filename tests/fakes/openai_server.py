@@ -1,0 +1,140 @@
+"""An OpenAI-compatible HTTP server on 127.0.0.1 for tests: ``/v1/chat/completions`` with
+function calls, streamed chunks, errors, slow answers and broken streams.
+
+The service talks to it through the real ``openai`` client, exactly as it would to OpenAI.
+Tests set what it answers and read what it was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.reset()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def reset(self) -> None:
+        self.analysis: dict[str, Any] = {"intent": "other", "confidence": 0.6}
+        self.reply = "Happy to help."
+        self.chunk_size = 4  # characters per streamed chunk
+        self.chunk_delay = 0.0  # seconds between streamed chunks
+        self.delay = 0.0  # seconds before answering at all
+        self.fail_status: int | None = None  # answer every request with this status
+        self.fail_tool_call = False  # answer the analysis with plain text, no function call
+        self.break_stream_after: int | None = None  # drop the connection after N chunks
+        self.requests.clear()
+        self.headers.clear()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # What the service sent, for assertions.
+    def analysis_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("tools")]
+
+    def reply_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("stream")]
+
+
+def _completion(model: str, message: dict[str, Any], finish: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    payload = {
+        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+        "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            fake.requests.append(body)
+            fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+            if not self.path.endswith("/chat/completions"):
+                return self._json(404, {"error": {"message": "not found"}})
+            if fake.delay:
+                time.sleep(fake.delay)
+            if fake.fail_status:
+                return self._json(fake.fail_status, {"error": {"message": "fake failure",
+                                                               "type": "server_error"}})
+            model = body.get("model", "fake")
+            if body.get("tools"):
+                if fake.fail_tool_call:
+                    return self._json(200, _completion(model, {"role": "assistant",
+                                                               "content": "no tools today"}, "stop"))
+                analysis = fake.analysis(body) if callable(fake.analysis) else fake.analysis
+                call = {"id": "call_1", "type": "function",
+                        "function": {"name": "record_turn", "arguments": json.dumps(analysis)}}
+                return self._json(200, _completion(
+                    model, {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"))
+            if body.get("stream"):
+                return self._stream(model)
+            return self._json(200, _completion(model, {"role": "assistant", "content": fake.reply},
+                                               "stop"))
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, model: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            text = fake.reply(fake.requests[-1]) if callable(fake.reply) else fake.reply
+            pieces = [text[i:i + fake.chunk_size] for i in range(0, len(text), fake.chunk_size)]
+            frames = [_chunk(model, {"role": "assistant", "content": ""})]
+            frames += [_chunk(model, {"content": p}) for p in pieces]
+            frames += [_chunk(model, {}, "stop"), b"data: [DONE]\n\n"]
+            try:
+                for index, frame in enumerate(frames):
+                    if fake.break_stream_after is not None and index > fake.break_stream_after:
+                        self.connection.shutdown(2)
+                        return
+                    self._send_chunk(frame)
+                    if fake.chunk_delay and 0 < index < len(frames) - 2:
+                        time.sleep(fake.chunk_delay)
+                self._send_chunk(b"")
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                return
+
+        def _send_chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
