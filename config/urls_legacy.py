@@ -5,11 +5,18 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
+from leads.api.legacy import LegacyAdminLeadViewSet, LegacyLeadViewSet
 from tenants.api.legacy import AdminAuthView
 
 routes = [
     path("api/health", HealthView.as_view(), name="legacy-health"),
     path("api/admin/auth", AdminAuthView.as_view(), name="legacy-admin-auth"),
+    path("api/admin/leads", LegacyAdminLeadViewSet.as_view({"post": "create"}),
+         name="legacy-admin-leads"),
+    path("api/leads", LegacyLeadViewSet.as_view({"get": "list"}), name="legacy-leads"),
+    path("api/leads/<str:id>",
+         LegacyLeadViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+         name="legacy-lead"),
 ]
 
 urlpatterns = [
