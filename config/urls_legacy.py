@@ -6,11 +6,18 @@ from drf_spectacular.views import SpectacularJSONAPIView
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
 from conversations.api.legacy import LegacyConversationViewSet, PublicChatView
+from leads.api.legacy import LegacyAdminLeadViewSet, LegacyLeadViewSet
 from tenants.api.legacy import AdminAuthView
 
 routes = [
     path("api/health", HealthView.as_view(), name="legacy-health"),
     path("api/admin/auth", AdminAuthView.as_view(), name="legacy-admin-auth"),
+    path("api/admin/leads", LegacyAdminLeadViewSet.as_view({"post": "create"}),
+         name="legacy-admin-leads"),
+    path("api/leads", LegacyLeadViewSet.as_view({"get": "list"}), name="legacy-leads"),
+    path("api/leads/<str:id>",
+         LegacyLeadViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+         name="legacy-lead"),
     path("api/chat", PublicChatView.as_view(), name="legacy-chat"),
     path("api/conversations/<str:id>", LegacyConversationViewSet.as_view({"get": "retrieve"}),
          name="legacy-conversation"),

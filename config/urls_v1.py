@@ -5,12 +5,20 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from config.api.views import V1NotFoundView
 from conversations.api.v1 import ChatViewSet, ConversationViewSet
+from leads.api.v1 import LeadViewSet
 from tenants.api.v1 import UserViewSet
 
 # The documented API; the OpenAPI schema is generated from exactly these.
 routes = [
     path("api/v1/users", UserViewSet.as_view({"get": "list"}), name="v1-users"),
     path("api/v1/users/<str:id>", UserViewSet.as_view({"get": "retrieve"}), name="v1-user"),
+    path("api/v1/leads", LeadViewSet.as_view({"get": "list", "post": "create"}),
+         name="v1-leads"),
+    # Before leads/<id>: "search" is not a lead id.
+    path("api/v1/leads/search", LeadViewSet.as_view({"get": "search"}), name="v1-leads-search"),
+    path("api/v1/leads/<str:id>",
+         LeadViewSet.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
+         name="v1-lead"),
     path("api/v1/chat", ChatViewSet.as_view({"post": "create"}), name="v1-chat"),
     path("api/v1/chat/sessions/<str:sessionId>", ChatViewSet.as_view({"get": "retrieve"}),
          name="v1-chat-session"),

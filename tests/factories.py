@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import factory
 
 from apikeys.models import ApiKey
 from apikeys.services import api_key_create
+from leads.models import Lead
+from leads.services import lead_create
 from tenants.models import Tenant, User
 from tenants.services import tenant_create
 
@@ -50,3 +53,12 @@ def make_tenant(name: str = "Acme Inc", plan: str = "starter", agent: str = "bui
             kit.keys[mode][scope] = raw
             kit.key_rows[mode][scope] = row
     return kit
+
+
+_lead_numbers = itertools.count(1)
+
+
+def make_lead(kit: TenantKit, mode: str = "live", **fields) -> Lead:
+    """A lead of ``kit``'s tenant, created through the service (events and counts included)."""
+    fields.setdefault("email", f"lead{next(_lead_numbers)}@example.com")
+    return lead_create(tenant=kit.tenant, livemode=(mode == "live"), **fields)

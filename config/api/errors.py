@@ -111,6 +111,10 @@ def to_problem(exc: Exception, *, surface: str) -> Problem:
     if isinstance(exc, domain.ServiceError):
         details = [d.as_dict() for d in exc.details]
         message = exc.message
+        if surface == "legacy" and getattr(exc, "legacy_message", None):
+            # The legacy envelope is one string: an error that names a record (a duplicate
+            # lead's id) says so in the legacy form there.
+            message = exc.legacy_message
         if details and isinstance(exc, (domain.InvalidRequest, domain.Unprocessable)):
             message = f"{exc.message} {_summary(details, '')}".strip()
         problem = Problem(status_of[exc.kind], exc.kind, message, details, dict(exc.extra))

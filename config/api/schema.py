@@ -86,21 +86,25 @@ def legacy_errors(*statuses: int, public: bool = False, body: bool = False,
             for s in wanted}
 
 
+class PaginationSerializer(serializers.Serializer):
+    """One component shared by every list (a new inline class per list would collide)."""
+
+    page = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    total = serializers.IntegerField()
+    totalPages = serializers.IntegerField()
+    hasMore = serializers.BooleanField()
+
+    class Meta:
+        ref_name = "Pagination"
+
+
 def paginated(name: str, item: serializers.Serializer | type[serializers.Serializer]):
     return inline_serializer(
         name=name,
         fields={
             "data": item(many=True) if isinstance(item, type) else item,
-            "pagination": inline_serializer(
-                name="Pagination",
-                fields={
-                    "page": serializers.IntegerField(),
-                    "limit": serializers.IntegerField(),
-                    "total": serializers.IntegerField(),
-                    "totalPages": serializers.IntegerField(),
-                    "hasMore": serializers.BooleanField(),
-                },
-            ),
+            "pagination": PaginationSerializer(),
         },
     )
 

@@ -27,7 +27,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "V1LeadStatusEnum": "leads.vocabulary.V1_STATUSES",
+        "LegacyLeadStatusEnum": "leads.vocabulary.LEGACY_STATUSES",
+    },
     "SCHEMA_PATH_PREFIX_TRIM": False,
     # Swagger UI's assets are served by the service itself: no third-party requests.
     "SWAGGER_UI_DIST": "SIDECAR",

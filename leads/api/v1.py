@@ -1,0 +1,243 @@
+"""v1 surface of leads: ``/api/v1/leads``, ``/api/v1/leads/{id}``, ``/api/v1/leads/search``.
+
+Input is validated by the serializers below (400 with field details); the services check the
+rules that hold for every caller (409 duplicate email, 422 assignee outside the tenant). Output
+is built by ``leads.presenters`` from plain rows; the output serializers here describe it for
+the OpenAPI schema (a test holds the two together).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.validators import RegexValidator
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.response import Response
+
+from analytics.selectors import lead_conversation_count
+from config.api.fields import PrefixedIdField, TimestampField
+from config.api.query import PageQuery, parse_query
+from config.api.schema import paginated, v1_errors
+from config.api.views import V1ViewSet
+
+from .. import presenters, selectors, services
+from ..models import Lead
+from ..vocabulary import V1_STATUSES, LeadSource, stored_from_v1
+
+SORT_FIELDS = list(selectors.SORT_COLUMNS)
+STATUS_ENUM = list(V1_STATUSES)
+E164 = RegexValidator(r"^\+[1-9][0-9]{1,14}$", code="invalid_format",
+                      message="Expected an E.164 phone number such as +14155550123.")
+
+
+# --- output shapes (schema) -----------------------------------------------------------------
+
+class LeadSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="lead_ followed by 32 hex digits")
+    email = serializers.EmailField()
+    name = serializers.CharField(allow_null=True)
+    company = serializers.CharField(allow_null=True)
+    title = serializers.CharField(allow_null=True)
+    phone = serializers.CharField(allow_null=True, help_text="E.164")
+    status = serializers.ChoiceField(choices=V1_STATUSES)
+    score = serializers.IntegerField(min_value=0, max_value=100)
+    source = serializers.ChoiceField(choices=LeadSource.values)
+    tags = serializers.ListField(child=serializers.CharField())
+    customFields = serializers.DictField()
+    assignedTo = serializers.CharField(allow_null=True, help_text="user_ id of the assigned rep")
+    firstSeenAt = TimestampField()
+    lastActiveAt = TimestampField()
+    createdAt = TimestampField()
+    updatedAt = TimestampField()
+
+
+class LeadDetailSerializer(LeadSerializer):
+    conversationCount = serializers.IntegerField(min_value=0)
+    lastIntent = serializers.CharField(allow_null=True)
+
+
+class LeadSearchResultSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    email = serializers.EmailField()
+    name = serializers.CharField(allow_null=True)
+    company = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=V1_STATUSES)
+    score = serializers.IntegerField(min_value=0, max_value=100)
+    matchField = serializers.CharField(
+        help_text="name, email, company or customFields.<key>: the first field containing q")
+    lastActiveAt = TimestampField()
+
+
+# --- input ----------------------------------------------------------------------------------
+
+def _text(max_length: int, **kwargs: Any) -> serializers.CharField:
+    return serializers.CharField(max_length=max_length, required=False, allow_blank=True,
+                                 allow_null=True, **kwargs)
+
+
+class LeadCreateSerializer(serializers.Serializer):
+    """POST body; PATCH validates it partially (absent fields are left alone)."""
+
+    email = serializers.EmailField(max_length=254)
+    name = _text(200)
+    company = _text(200)
+    title = _text(200)
+    phone = _text(16, validators=[E164])
+    status = serializers.ChoiceField(choices=V1_STATUSES, default="new")
+    source = serializers.ChoiceField(choices=LeadSource.values, default=LeadSource.API)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=services.MAX_TAG_LENGTH),
+        max_length=services.MAX_TAGS, required=False, allow_null=True)
+    customFields = serializers.DictField(required=False, allow_null=True)
+    assignedTo = PrefixedIdField("user", required=False, allow_null=True,
+                                 help_text="user_ id of a user of the tenant, or null")
+
+
+class LeadUpdateSerializer(LeadCreateSerializer):
+    score = serializers.IntegerField(min_value=0, max_value=100, required=False)
+
+
+_FIELDS = {  # v1 body field -> service argument
+    "email": "email", "name": "name", "company": "company", "title": "title", "phone": "phone",
+    "status": "status", "source": "source", "tags": "tags", "customFields": "custom_fields",
+    "assignedTo": "assigned_to_id", "score": "score",
+}
+
+
+class LeadListQuery(PageQuery):
+    status = serializers.ChoiceField(choices=V1_STATUSES, required=False)
+    source = serializers.ChoiceField(choices=LeadSource.values, required=False)
+    sortBy = serializers.ChoiceField(choices=SORT_FIELDS, default="createdAt")
+    sortOrder = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
+    createdAfter = serializers.DateField(required=False)
+    createdBefore = serializers.DateField(required=False)
+
+    def validate(self, attrs):
+        after, before = attrs.get("createdAfter"), attrs.get("createdBefore")
+        if after and before and after > before:
+            raise ValidationError({"createdBefore": [ErrorDetail(
+                "createdBefore is earlier than createdAfter.", code="out_of_range")]})
+        return attrs
+
+
+class LeadSearchQuery(PageQuery):
+    q = serializers.CharField(min_length=2, max_length=200)
+    status = serializers.ChoiceField(choices=V1_STATUSES, required=False)
+
+
+_PAGE_PARAMETERS = [
+    OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
+    OpenApiParameter("limit", int, description="Items per page, 1 to 100 (default 25)."),
+]
+
+
+class LeadViewSet(V1ViewSet):
+    """Leads of the caller's tenant, in the caller's mode (live or test)."""
+
+    queryset = Lead.objects.all()
+    id_prefix = "lead"
+
+    @extend_schema(
+        operation_id="v1_leads_list",
+        parameters=[
+            *_PAGE_PARAMETERS,
+            OpenApiParameter("status", str, enum=STATUS_ENUM),
+            OpenApiParameter("source", str, enum=LeadSource.values),
+            OpenApiParameter("sortBy", str, enum=SORT_FIELDS, default="createdAt"),
+            OpenApiParameter("sortOrder", str, enum=["asc", "desc"], default="desc"),
+            OpenApiParameter("createdAfter", OpenApiTypes.DATE,
+                             description="ISO 8601 date (UTC); leads created on or after it."),
+            OpenApiParameter("createdBefore", OpenApiTypes.DATE,
+                             description="ISO 8601 date (UTC); leads created on or before it."),
+        ],
+        responses={200: paginated("LeadList", LeadSerializer), **v1_errors(400)},
+    )
+    def list(self, request):
+        query = parse_query(request, LeadListQuery)
+        filters = selectors.LeadFilters(
+            status=query.get("status"), source=query.get("source"),
+            created_from=query.get("createdAfter"), created_to=query.get("createdBefore"),
+        )
+        page = selectors.lead_list(
+            leads=self.get_queryset(), **self.scope_kwargs(), filters=filters,
+            sort_by=query["sortBy"], descending=query["sortOrder"] == "desc",
+            page=query["page"], limit=query["limit"],
+        )
+        return Response({"data": [presenters.v1_lead(row) for row in page.items],
+                         "pagination": page.meta})
+
+    @extend_schema(
+        operation_id="v1_leads_search",
+        parameters=[
+            OpenApiParameter("q", str, required=True,
+                             description="At least 2 characters; matched case-insensitively "
+                                         "inside name, email, company and custom field values."),
+            OpenApiParameter("status", str, enum=STATUS_ENUM),
+            *_PAGE_PARAMETERS,
+        ],
+        responses={200: paginated("LeadSearchResults", LeadSearchResultSerializer),
+                   **v1_errors(400)},
+    )
+    def search(self, request):
+        query = parse_query(request, LeadSearchQuery)
+        page = selectors.lead_search(leads=self.get_queryset(), q=query["q"],
+                                     status=query.get("status"), page=query["page"],
+                                     limit=query["limit"])
+        data = [presenters.v1_search_result(row, match_field=row["match_field"])
+                for row in page.items]
+        return Response({"data": data, "pagination": page.meta})
+
+    @extend_schema(operation_id="v1_leads_retrieve",
+                   responses={200: LeadDetailSerializer, **v1_errors(404)})
+    def retrieve(self, request, id: str):
+        return Response(self._detail(self.get_object()))
+
+    @extend_schema(
+        operation_id="v1_leads_create",
+        request=LeadCreateSerializer,
+        responses={201: LeadDetailSerializer, **v1_errors(400, 409, 422)},
+    )
+    def create(self, request):
+        body = LeadCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        values = self._service_values(body.validated_data)
+        values["status"] = stored_from_v1(values["status"])
+        lead = services.lead_create(**self.scope_kwargs(), **values)
+        # A lead created through the API has no conversation yet: no need to count them.
+        body = presenters.v1_lead_detail(presenters.lead_row(lead), conversation_count=0)
+        return Response(body, status=201)
+
+    @extend_schema(
+        operation_id="v1_leads_update",
+        request=LeadUpdateSerializer,
+        responses={200: LeadDetailSerializer, **v1_errors(400, 404, 409, 422)},
+    )
+    def partial_update(self, request, id: str):
+        lead = self.get_object()
+        body = LeadUpdateSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        changes = self._service_values(body.validated_data)
+        if "status" in changes:
+            changes["status"] = stored_from_v1(changes["status"], current=lead.status)
+        lead = services.lead_update(lead=lead, changes=changes)
+        return Response(self._detail(lead))
+
+    @extend_schema(operation_id="v1_leads_delete", responses={204: None, **v1_errors(404)})
+    def destroy(self, request, id: str):
+        services.lead_delete(lead=self.get_object())
+        return Response(status=204)
+
+    @staticmethod
+    def _service_values(validated: dict[str, Any]) -> dict[str, Any]:
+        return {_FIELDS[name]: value for name, value in validated.items()}
+
+    @staticmethod
+    def _detail(lead: Lead) -> dict[str, Any]:
+        return presenters.v1_lead_detail(
+            presenters.lead_row(lead),
+            conversation_count=lead_conversation_count(lead_id=lead.pk),
+        )
+

@@ -1,0 +1,128 @@
+"""Leads: the people the agent captures, scores and qualifies."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from .vocabulary import V1_OF_STORED, LeadSource, LeadStatus
+
+# The v1 word for each stored status, computed by the database so that the v1 status filter is
+# one equality on an indexed column (``status IN (...)`` cannot be read in index order).
+_V1_STATUS_EXPRESSION = models.Case(
+    *[models.When(status=stored, then=models.Value(shown))
+      for stored, shown in V1_OF_STORED.items()],
+    output_field=models.CharField(max_length=10),
+)
+
+
+class Lead(models.Model):
+    """A person the agent or the staff captured, with one status and one score 0-100.
+
+    Both surfaces show the same row: v1 as ``lead_<hex>`` with the v1 vocabulary, legacy as the
+    UUID with the legacy vocabulary (``leads.vocabulary``). ``custom_fields`` is v1's
+    ``customFields`` and legacy's ``metadata``: one record, one identity.
+
+    Search also reads ``custom_fields_text``, the values of ``custom_fields`` flattened by the
+    services (``leads.services``); on PostgreSQL, trigram indexes on name, email, company and
+    that column (migration 0002, outside the model state because SQLite has no such index) make
+    ``ILIKE '%term%'`` an index scan.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No index of its own: every composite index below starts with the tenant.
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="leads",
+                               db_index=False)
+    livemode = models.BooleanField()
+
+    email = models.CharField(max_length=254)
+    name = models.CharField(max_length=200, blank=True)
+    company = models.CharField(max_length=200, blank=True)
+    title = models.CharField(max_length=200, blank=True)
+    phone = models.CharField(max_length=50, blank=True)
+
+    status = models.CharField(max_length=12, choices=LeadStatus.choices, default=LeadStatus.NEW)
+    v1_status = models.GeneratedField(
+        expression=_V1_STATUS_EXPRESSION,
+        output_field=models.CharField(max_length=10),
+        db_persist=True,
+    )
+    score = models.PositiveSmallIntegerField(default=0)
+    source = models.CharField(max_length=10, choices=LeadSource.choices, default=LeadSource.API)
+
+    tags = models.JSONField(default=list, blank=True)
+    custom_fields = models.JSONField(default=dict, blank=True)
+    custom_fields_text = models.TextField(blank=True, default="", editable=False)
+
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="assigned_leads",
+    )
+    # The intent the agent last detected in this lead's conversations (filled by chat).
+    last_intent = models.CharField(max_length=100, blank=True)
+
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    last_active_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                "tenant", "livemode", Lower("email"), name="lead_email_unique_ci",
+            ),
+            models.CheckConstraint(condition=models.Q(score__lte=100), name="lead_score_0_100"),
+        ]
+        # Each list sort, and each equality filter with the default sort, reads one index in
+        # order; the INCLUDE columns (PostgreSQL) let every other filter be checked on the
+        # index tuple, so both the page of ids and the COUNT are index-only scans.
+        indexes = [
+            models.Index(fields=["tenant", "livemode", "created_at", "id"],
+                         include=["v1_status", "source"], name="lead_created"),
+            models.Index(fields=["tenant", "livemode", "updated_at", "id"],
+                         include=["v1_status", "source", "created_at"], name="lead_updated"),
+            models.Index(fields=["tenant", "livemode", "score", "id"],
+                         include=["v1_status", "source", "created_at"], name="lead_score"),
+            models.Index(fields=["tenant", "livemode", "v1_status", "created_at", "id"],
+                         include=["source"], name="lead_status_created"),
+            models.Index(fields=["tenant", "livemode", "source", "created_at", "id"],
+                         include=["v1_status"], name="lead_source_created"),
+            models.Index(fields=["tenant", "livemode", "last_active_at", "id"],
+                         include=["v1_status"], name="lead_last_active"),
+        ]
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class LeadDailyCount(models.Model):
+    """How many leads of a tenant and mode were created on a UTC day, per stored status and
+    source: the exact totals of lead lists without a COUNT over the leads themselves.
+
+    An exact ``COUNT(*)`` over a million leads reads a million index entries on every list
+    request; summing these rows reads a few thousand. The lead services keep the counts in the
+    same transaction as the lead write (``leads.services``), and ``lead_counts_rebuild``
+    recomputes them for data written around the services (bulk loads).
+    """
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    day = models.DateField()
+    status = models.CharField(max_length=12, choices=LeadStatus.choices)
+    source = models.CharField(max_length=10, choices=LeadSource.choices)
+    count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "livemode", "day", "status", "source"],
+                                    name="lead_daily_count_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.status} {self.source}: {self.count}"

@@ -1,0 +1,206 @@
+"""Reads of leads: the lists of both surfaces and search.
+
+Every function takes ``leads``, a queryset the caller has already scoped to one tenant and mode
+(the API base view does this), and returns rows as plain dicts of ``presenters.COLUMNS`` so that
+pages render without model instances. Totals of lists come from ``LeadDailyCount``, never from a
+``COUNT`` over the leads (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import Count, F, Q, QuerySet, Sum, Window
+
+from config.api.pagination import Page
+from tenants.models import Tenant
+
+from .models import Lead, LeadDailyCount
+from .presenters import COLUMNS
+from .text import custom_fields_text
+from .vocabulary import stored_for_v1_filter
+
+SORT_COLUMNS = {"createdAt": "created_at", "updatedAt": "updated_at", "score": "score"}
+# From this offset on, a page sorted by creation date starts its index scan at the right day,
+# found from the daily counts, instead of stepping over every earlier entry.
+DEEP_OFFSET = 1000
+
+V1_SEARCH_FIELDS = ("name", "email", "company", "custom_fields_text")
+LEGACY_SEARCH_FIELDS = ("name", "email", "company")
+_MATCH_FIELDS = {"name": "name", "email": "email", "company": "company"}
+SEARCH_COLUMNS = ("id", "email", "name", "company", "status", "score", "custom_fields",
+                  "last_active_at")
+
+
+@dataclass(frozen=True)
+class LeadFilters:
+    """The v1 list filters. Days are UTC and inclusive at both ends."""
+
+    status: str | None = None  # a v1 status word
+    source: str | None = None
+    created_from: date | None = None
+    created_to: date | None = None
+
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+def _filter_leads(leads: QuerySet[Lead], filters: LeadFilters) -> QuerySet[Lead]:
+    if filters.status:
+        leads = leads.filter(v1_status=filters.status)
+    if filters.source:
+        leads = leads.filter(source=filters.source)
+    if filters.created_from:
+        leads = leads.filter(created_at__gte=_day_start(filters.created_from))
+    if filters.created_to:
+        leads = leads.filter(created_at__lt=_day_start(filters.created_to + timedelta(days=1)))
+    return leads
+
+
+def _filter_counts(*, tenant: Tenant, livemode: bool,
+                   filters: LeadFilters) -> QuerySet[LeadDailyCount]:
+    counts = LeadDailyCount.objects.filter(tenant=tenant, livemode=livemode)
+    if filters.status:
+        counts = counts.filter(status__in=stored_for_v1_filter(filters.status))
+    if filters.source:
+        counts = counts.filter(source=filters.source)
+    if filters.created_from:
+        counts = counts.filter(day__gte=filters.created_from)
+    if filters.created_to:
+        counts = counts.filter(day__lte=filters.created_to)
+    return counts
+
+
+def lead_total(*, tenant: Tenant, livemode: bool, filters: LeadFilters = LeadFilters()) -> int:
+    """The exact number of the tenant's leads in this mode that match ``filters``."""
+    found = _filter_counts(tenant=tenant, livemode=livemode, filters=filters)
+    return found.aggregate(n=Sum("count"))["n"] or 0
+
+
+def lead_list(
+    *,
+    leads: QuerySet[Lead],
+    tenant: Tenant,
+    livemode: bool,
+    filters: LeadFilters = LeadFilters(),
+    sort_by: str = "createdAt",
+    descending: bool = True,
+    page: int = 1,
+    limit: int = 25,
+) -> Page:
+    """One page of leads in a stable order (the sort column, then the id), with the total.
+
+    Two queries: the total (or the per-day counts, for deep pages by creation date) and the
+    page. The page query picks the ids with an index-only scan and then reads those rows only.
+    """
+    column = SORT_COLUMNS[sort_by]
+    order = ([F(column).desc(), F("id").desc()] if descending
+             else [F(column).asc(), F("id").asc()])
+    offset = (page - 1) * limit
+    matching = _filter_leads(leads, filters)
+    counts = _filter_counts(tenant=tenant, livemode=livemode, filters=filters)
+
+    if column == "created_at" and offset >= DEEP_OFFSET:
+        per_day = (counts.values("day").annotate(n=Sum("count"))
+                   .order_by("-day" if descending else "day").values_list("day", "n"))
+        days = list(per_day)
+        total = sum(n for _, n in days)
+        found = _day_of_offset(days, offset)
+        if found is None:
+            return Page(items=[], page=page, limit=limit, total=total)
+        day, passed = found
+        # The rows of the days before ``day`` in this order are exactly ``passed``: skip them
+        # by the index's key rather than by OFFSET.
+        if descending:
+            matching = matching.filter(created_at__lt=_day_start(day + timedelta(days=1)))
+        else:
+            matching = matching.filter(created_at__gte=_day_start(day))
+        offset -= passed
+    else:
+        total = counts.aggregate(n=Sum("count"))["n"] or 0
+        if offset >= total:
+            return Page(items=[], page=page, limit=limit, total=total)
+
+    ids = matching.order_by(*order).values("pk")[offset : offset + limit]
+    rows = list(leads.filter(pk__in=ids).order_by(*order).values(*COLUMNS))
+    return Page(items=rows, page=page, limit=limit, total=total)
+
+
+def _day_of_offset(days: list[tuple[date, int]], offset: int) -> tuple[date, int] | None:
+    """The day holding the row at ``offset``, and how many rows the days before it hold."""
+    passed = 0
+    for day, n in days:
+        if passed + n > offset:
+            return day, passed
+        passed += n
+    return None
+
+
+def lead_search(
+    *,
+    leads: QuerySet[Lead],
+    q: str,
+    fields: tuple[str, ...] = V1_SEARCH_FIELDS,
+    status: str | None = None,
+    order_by: tuple[str, ...] = ("-last_active_at", "-id"),
+    columns: tuple[str, ...] = SEARCH_COLUMNS,
+    page: int = 1,
+    limit: int = 25,
+) -> Page:
+    """Leads with ``q`` in any of ``fields`` (case-insensitive substring), one page.
+
+    One query: the total rides along each row as a window count, so the matches are found
+    once (on PostgreSQL through the trigram indexes of migration 0002). A page past the end
+    costs a second query for the total. Rows carry ``match_field`` (see ``match_field``).
+    """
+    condition = Q()
+    for field in fields:
+        condition |= Q(**{f"{field}__icontains": q})
+    matching = leads.filter(condition)
+    if status:
+        matching = matching.filter(v1_status=status)
+    offset = (page - 1) * limit
+    rows = list(
+        matching.annotate(search_total=Window(Count("pk")))
+        .order_by(*order_by)
+        .values(*columns, "custom_fields_text", "search_total")[offset : offset + limit]
+    )
+    if rows:
+        total = rows[0]["search_total"]
+    elif offset == 0:
+        total = 0
+    else:
+        total = matching.count()
+    for row in rows:
+        row["match_field"] = match_field(row, q, fields)
+    return Page(items=rows, page=page, limit=limit, total=total)
+
+
+def match_field(row: dict[str, Any], q: str, fields: tuple[str, ...] = V1_SEARCH_FIELDS) -> str:
+    """The first of name, email, company and ``customFields.<key>`` that contains ``q``.
+
+    Python's case folding stands in for the database's; where the two disagree (rare
+    characters) the answer falls back to the first searched field that has a value.
+    """
+    needle = q.upper()
+    for field in fields:
+        if field == "custom_fields_text":
+            key = _matching_custom_key(row.get("custom_fields") or {}, needle)
+            if key is not None:
+                return f"customFields.{key}"
+        elif needle in (row.get(field) or "").upper():
+            return _MATCH_FIELDS[field]
+    for field in fields:
+        if row.get(field):
+            return "customFields" if field == "custom_fields_text" else _MATCH_FIELDS[field]
+    return _MATCH_FIELDS[fields[0]]
+
+
+def _matching_custom_key(custom_fields: dict[str, Any], needle: str) -> str | None:
+    for key, value in custom_fields.items():
+        if needle in custom_fields_text({key: value}).upper():
+            return key
+    return None
