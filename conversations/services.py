@@ -84,7 +84,8 @@ class TurnInput:
     session_id: uuid.UUID | None = None
     channel: str = Channel.API
     language: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the request body's metadata
+    request_meta: dict[str, Any] = field(default_factory=dict)  # userAgent, referrer: defaults
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,9 @@ def _session_for(inp: TurnInput, *, now) -> Conversation:
         if current.status == ConversationStatus.ACTIVE and now - current.last_message_at > IDLE_EXPIRY:
             _end(current, status=ConversationStatus.EXPIRED, reason="expired", now=now)
         if current.is_open:
-            if inp.metadata:
-                current.metadata = {**current.metadata, **inp.metadata}
+            # Where the visitor came from is what the session first saw; the body's metadata
+            # may add or correct keys on any turn.
+            current.metadata = {**_metadata(inp), **current.metadata, **inp.metadata}
             return current
     return _start(inp, now=now)
 
@@ -176,7 +178,7 @@ def _start(inp: TurnInput, *, now) -> Conversation:
                 .order_by("-last_message_at").select_related("lead").first())
     conversation = Conversation.objects.create(
         tenant=inp.tenant, livemode=inp.livemode, visitor_id=inp.visitor_id, channel=inp.channel,
-        lead=previous.lead if previous else None, metadata=dict(inp.metadata),
+        lead=previous.lead if previous else None, metadata=_metadata(inp),
         language=inp.language or "", started_at=now, last_message_at=now, created_at=now,
     )
     emit(
@@ -186,6 +188,11 @@ def _start(inp: TurnInput, *, now) -> Conversation:
         data={"conversation": presenters.v1_conversation_brief(conversation)},
     )
     return conversation
+
+
+def _metadata(inp: TurnInput) -> dict[str, Any]:
+    return {"userAgent": None, "referrer": None, "landingPage": None, **inp.request_meta,
+            **inp.metadata}
 
 
 def _append(conversation: Conversation, *, role: str, content: str, now, **fields: Any) -> Message:
@@ -228,7 +235,10 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     ctx = opened.ctx
     reading = signals.read(ctx.message)  # the deterministic net under any model
 
-    contact = analysis.contact.merged(reading.contact).merged(ctx.known_contact)
+    # What is known stays (a later mis-reading must not rename a company); a new email wins, as
+    # visitors correct their address.
+    contact = ctx.known_contact.merged(analysis.contact).merged(reading.contact)
+    contact = replace(contact, email=analysis.contact.email or reading.contact.email or contact.email)
     seen = set(conversation.signals) | set(analysis.signals) | set(reading.signals)
     if analysis.intent not in conversation.intents:
         conversation.intents = [*conversation.intents, analysis.intent]
@@ -281,6 +291,10 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
             and analysis.confidence >= HIGH_VALUE_CONFIDENCE and seen & HIGH_VALUE_SIGNALS):
         conversation.high_value_notified = True
         _emit_high_value(conversation, analysis, sorted(seen), tenant)
+
+    if plan.booked_slot:
+        # After the score moved, so that the event shows the lead as it now is.
+        _emit_meeting_booked(conversation, Meeting.objects.get(pk=plan.meeting_id), plan.booked_slot)
 
     if analysis.handoff and conversation.status == ConversationStatus.ACTIVE:
         plan = replace(plan, handoff=analysis.handoff)
@@ -369,18 +383,20 @@ def _book(conversation: Conversation, lead: Lead | None, token: str, plan: Plan,
         offer = scheduling.free_slots(tenant, conversation.livemode, now=now)
         conversation.offered_slots = [s.token for s in offer]
         return replace(plan, slot_unavailable=True, offer_slots=offer)
-    lead_after = lead
     if lead.status not in ("booked", "converted"):
-        lead_after = lead_update(lead=lead, changes={"status": "booked"})
-        conversation.lead = lead_after
-    emit(
-        tenant=tenant, livemode=conversation.livemode, type=EventType.MEETING_BOOKED,
-        lead=lead_after, conversation_id=conversation.pk,
-        description=f"Meeting booked with {lead.email} for {slot.label}",
-        data=presenters.meeting_booked_data(meeting, lead_after),
-    )
+        conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
     conversation.offered_slots = []
-    return replace(plan, booked_slot=slot)
+    return replace(plan, booked_slot=slot, meeting_id=meeting.pk)
+
+
+def _emit_meeting_booked(conversation: Conversation, meeting: Meeting, slot: Slot) -> None:
+    lead = conversation.lead
+    emit(
+        tenant=conversation.tenant, livemode=conversation.livemode, type=EventType.MEETING_BOOKED,
+        lead=lead, conversation_id=conversation.pk,
+        description=f"Meeting booked with {lead.email} for {slot.label}",
+        data=presenters.meeting_booked_data(meeting, lead),
+    )
 
 
 def _emit_high_value(conversation: Conversation, analysis: Analysis, seen: list[str],

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "tenants.cors.WidgetOriginsMiddleware",  # before CorsMiddleware: it answers its question
     "corsheaders.middleware.CorsMiddleware",
     "config.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",

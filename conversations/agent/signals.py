@@ -66,7 +66,8 @@ INTENT_RULES: list[tuple[str, re.Pattern[str], float]] = [
                                r"kaufen", r"acheter", r"comprar"), 0.88),
     ("pricing", _words(r"price", r"prices", r"pricing", r"cost", r"costs", r"how much", r"plans?",
                        r"budget", r"discount", r"per seat", r"per user", r"preis", r"preise", r"kosten",
-                       r"prix", r"tarif", r"precio", r"precios"), 0.85),
+                       r"kostet", r"wie ?viel", r"prix", r"tarifs?", r"combien", r"coûte",
+                       r"precio", r"precios", r"cu[aá]nto", r"cuesta"), 0.85),
     ("support", _words(r"bug", r"error", r"broken", r"not working", r"doesn't work", r"does not work",
                        r"can't log ?in", r"cannot log ?in", r"issue with my", r"problem with my",
                        r"refund", r"cancel my", r"support ticket", r"outage"), 0.85),
@@ -126,12 +127,13 @@ class Reading:
 
 def extract_contact(text: str) -> Contact:
     email = EMAIL.search(text)
-    name = _name(text)
+    without_emails = EMAIL.sub(" ", text)  # "at jane@initech.com" names no company
+    name = _name(without_emails)
     title = TITLE.search(text)
     return Contact(
         email=email.group(1).lower() if email else None,
         name=name,
-        company=_company(text, exclude=name),
+        company=_company(without_emails, exclude=name),
         title=title.group(1) if title else None,
         phone=_phone(text),
     )

@@ -134,6 +134,7 @@ class Plan:
     needs_email: bool = False
     qualified: bool = False
     booked_slot: Slot | None = None
+    meeting_id: UUID | None = None
     slot_unavailable: bool = False
     offer_slots: list[Slot] = field(default_factory=list)
     booking_url: str = ""

@@ -225,7 +225,7 @@ class PublicChatView(PublicLegacyAPIView):
         turn = TurnInput(
             tenant=tenant, livemode=True, visitor_id=data["visitorId"], message=data["message"],
             session_id=data.get("sessionId"), channel=Channel.WEB_CHAT,
-            language=data.get("language"), metadata=request_metadata(request, data["metadata"]),
+            language=data.get("language"), metadata=data["metadata"], request_meta=request_metadata(request),
         )
         if data["stream"]:
             return event_stream(stream_turn(turn, provider), legacy_stream_shape)

@@ -180,13 +180,11 @@ class ChatRequestSerializer(serializers.Serializer):
         return value.lower()
 
 
-def request_metadata(request, body_metadata: dict) -> dict[str, Any]:
-    """What the conversation records of where the visitor came from (docs/conversations.md)."""
-    meta = dict(body_metadata)
-    meta.setdefault("userAgent", request.headers.get("User-Agent", "")[:500] or None)
-    meta.setdefault("referrer", request.headers.get("Referer", "")[:2000] or None)
-    meta.setdefault("landingPage", None)
-    return meta
+def request_metadata(request) -> dict[str, Any]:
+    """Where the visitor came from, from the request's headers (docs/conversations.md); the
+    body's ``metadata`` overrides these."""
+    return {"userAgent": request.headers.get("User-Agent", "")[:500] or None,
+            "referrer": request.headers.get("Referer", "")[:2000] or None}
 
 
 class ConversationListQuery(PageQuery):
@@ -239,7 +237,7 @@ class ChatViewSet(V1ViewSet):
         turn = TurnInput(
             tenant=caller.tenant, livemode=caller.livemode, visitor_id=data["visitorId"],
             message=data["message"], session_id=data.get("sessionId"), channel=Channel.API,
-            language=data.get("language"), metadata=request_metadata(request, data["metadata"]),
+            language=data.get("language"), metadata=data["metadata"], request_meta=request_metadata(request),
         )
         if data["stream"]:
             return event_stream(stream_turn(turn, provider), v1_stream_shape)

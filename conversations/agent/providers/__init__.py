@@ -20,7 +20,7 @@ def provider_for(tenant: Tenant) -> Provider:
         key = tenant.agent_api_key
         if not key:
             raise ProviderNotConfigured(
-                "The tenant's language-model provider (openai) has no API key configured."
+                "The tenant's language-model provider (openai) is not configured: it has no API key."
             )
         return OpenAIProvider(api_key=key, model=tenant.agent_model or "gpt-4o-mini",
                               base_url=tenant.agent_base_url or None)

@@ -66,7 +66,6 @@ RECORD_TURN = {
 }
 
 _SECRET = re.compile(r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-)?[A-Za-z0-9_\-]{8,}|\bat_[A-Za-z0-9_\-]{20,}")
-_HOLDBACK = 64  # characters kept back while a secret might still be arriving
 
 
 class OpenAIProvider(Provider):
@@ -128,17 +127,22 @@ class OpenAIProvider(Provider):
 
 
 class Redactor:
-    """Removes anything shaped like a key or token from streamed text, across chunk borders."""
+    """Removes anything shaped like a key or token from streamed text, across chunk borders.
+
+    Secrets contain no white space, so only the last, perhaps unfinished, word is held back:
+    the visitor sees text at most one word late.
+    """
 
     def __init__(self) -> None:
         self.buffer = ""
 
     def feed(self, text: str) -> str:
-        self.buffer = _SECRET.sub("[redacted]", self.buffer + text)
-        if len(self.buffer) <= _HOLDBACK:
+        self.buffer += text
+        cut = max(self.buffer.rfind(" "), self.buffer.rfind("\n"))
+        if cut < 0:
             return ""
-        out, self.buffer = self.buffer[:-_HOLDBACK], self.buffer[-_HOLDBACK:]
-        return out
+        out, self.buffer = self.buffer[: cut + 1], self.buffer[cut + 1:]
+        return _SECRET.sub("[redacted]", out)
 
     def flush(self) -> str:
         out, self.buffer = _SECRET.sub("[redacted]", self.buffer), ""
