@@ -18,3 +18,6 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     def reply(self, ctx: TurnContext, analysis: Analysis, plan: Plan) -> AsyncIterator[str]:
         """The reply as text chunks, in the order the visitor should read them."""
+
+    async def close(self) -> None:
+        """Releases what the provider holds for the turn (connections)."""
