@@ -19,5 +19,6 @@ class Provider(abc.ABC):
     def reply(self, ctx: TurnContext, analysis: Analysis, plan: Plan) -> AsyncIterator[str]:
         """The reply as text chunks, in the order the visitor should read them."""
 
-    async def close(self) -> None:
-        """Releases what the provider holds for the turn (connections)."""
+    async def close(self) -> None:  # noqa: B027 - deliberately optional for providers
+        """Releases what the provider holds for the turn (connections); nothing by default."""
+        return None
