@@ -159,7 +159,7 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
 def _session_for(inp: TurnInput, *, now) -> Conversation:
     """The visitor's session to continue, or a new one (docs/conversations.md, "Sessions")."""
     if inp.session_id is not None:
-        current = (Conversation.objects.select_for_update().select_related("lead")
+        current = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
                    .filter(pk=inp.session_id, tenant=inp.tenant, livemode=inp.livemode,
                            visitor_id=inp.visitor_id).first())
         if current is None:
@@ -231,7 +231,7 @@ def _known_contact(conversation: Conversation) -> Contact:
 def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     """Applies what the visitor's message meant; returns what the reply must say."""
     now = timezone.now()
-    conversation = (Conversation.objects.select_for_update().select_related("tenant", "lead")
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
                     .get(pk=opened.conversation_id))
     tenant = conversation.tenant
     ctx = opened.ctx
@@ -467,7 +467,7 @@ def _hand_off(conversation: Conversation, handoff: Handoff, *, now) -> None:
 def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, content: str,
                cited: list[Passage], interrupted: bool = False) -> TurnOutcome:
     now = timezone.now()
-    conversation = (Conversation.objects.select_for_update().select_related("tenant")
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant")
                     .get(pk=opened.conversation_id))
     handoff = plan.handoff.as_dict() if plan and plan.handoff else None
     message = _append(
@@ -547,7 +547,7 @@ def _end(conversation: Conversation, *, status: str, reason: str, now) -> None:
 @transaction.atomic
 def conversation_close(*, conversation: Conversation, reason: str = "closed") -> Conversation:
     """Closes an active or handed-off conversation; closing an ended one changes nothing."""
-    current = Conversation.objects.select_for_update().select_related("lead", "tenant").get(
+    current = Conversation.objects.select_for_update(of=("self",)).select_related("lead", "tenant").get(
         pk=conversation.pk)
     if current.is_open:
         _end(current, status=ConversationStatus.CLOSED, reason=reason, now=timezone.now())
@@ -568,7 +568,7 @@ def conversations_expire_idle(*, now=None, batch: int = 500) -> int:
     expired = 0
     for pk in ids:
         with transaction.atomic():
-            qs = Conversation.objects.select_for_update(skip_locked=True).select_related("lead", "tenant")
+            qs = Conversation.objects.select_for_update(skip_locked=True, of=("self",)).select_related("lead", "tenant")
             current = qs.filter(pk=pk, status=ConversationStatus.ACTIVE,
                                 last_message_at__lt=cutoff).first()
             if current is None:
