@@ -3,9 +3,9 @@
 They fix, in one place, what no endpoint may forget: who the caller is (API key or legacy
 cookie), the scope check, the HTTPS rule of v1, the error envelope of the surface, rate limits
 (``config/api/limits.py``: every request counted, every response with its ``X-RateLimit-*``
-headers), and tenant and live/test scoping of every queryset (subclasses may narrow
-``scoped_queryset`` but cannot replace ``get_queryset``, after PostHog's
-``TeamAndOrgViewSetMixin``).
+headers), ``Idempotency-Key`` on v1 POSTs (``config/api/idempotency.py``), and tenant and
+live/test scoping of every queryset (subclasses may narrow ``scoped_queryset`` but cannot
+replace ``get_queryset``, after PostHog's ``TeamAndOrgViewSetMixin``).
 
 Rate-limit contract for endpoints: set ``rate_limit_bucket`` (see ``config/ratelimit``), e.g.
 ``rate_limit_bucket = {"create": "lead_create", "search": "lead_search"}``; nothing else.
@@ -28,6 +28,7 @@ from config import errors as domain
 
 from . import ids
 from .errors import legacy_exception_handler, v1_exception_handler
+from .idempotency import IdempotencyMixin
 from .limits import RateLimitMixin
 from .permissions import ScopePermission
 
@@ -36,7 +37,7 @@ class HttpsRequired(domain.Forbidden):
     default_message = "HTTPS is required: the v1 API does not accept plain HTTP requests."
 
 
-class V1Mixin(RateLimitMixin):
+class V1Mixin(IdempotencyMixin, RateLimitMixin):
     surface = "v1"
     authentication_classes = [BearerKeyAuthentication]
     permission_classes = [ScopePermission]

@@ -169,6 +169,10 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Periodic sweepers; each app adds its own entries (see config/celery.py).
 CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE["apikeys.idempotency_keys_purge"] = {
+    "task": "apikeys.tasks.idempotency_keys_purge",
+    "schedule": 3600.0,
+}
 CELERY_TIMEZONE = "UTC"
 
 # --- HTTP, security, CORS -------------------------------------------------------------------

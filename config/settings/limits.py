@@ -15,3 +15,7 @@ RATE_LIMIT_ENABLED = env_bool("RATE_LIMIT_ENABLED", True)
 # dies holding slots gives them back after at most this many seconds.
 RATE_LIMIT_SLOT_LEASE_SECONDS = env_int("RATE_LIMIT_SLOT_LEASE_SECONDS", 60, minimum=3)
 
+
+# An Idempotency-Key whose first request is still running answers 409 to duplicates; after this
+# long without an answer the first request is presumed dead and a retry may take the key over.
+IDEMPOTENCY_LOCK_SECONDS = env_int("IDEMPOTENCY_LOCK_SECONDS", 120, minimum=5)
