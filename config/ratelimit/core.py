@@ -155,7 +155,7 @@ class Decision:
                 return Report(u.limit.policy, u.limit.limit, 0, u.reset, u.limit.description)
             assert self.slots is not None
             return Report("concurrency", self.slots.limit, 0,
-                          math.ceil(self.at) + CONCURRENCY_RETRY_SECONDS, self.slots.description)
+                          math.ceil(self.at + CONCURRENCY_RETRY_SECONDS), self.slots.description)
         if not self.usages:
             return None
         u = min(self.usages, key=lambda u: (u.remaining, -u.reset, u.limit.limit))
@@ -164,7 +164,9 @@ class Decision:
     @property
     def retry_after(self) -> int:
         report = self.report
-        return max(1, math.ceil(report.reset - self.at)) if report else 1
+        if report is None or report.policy == "concurrency":
+            return CONCURRENCY_RETRY_SECONDS
+        return max(1, math.ceil(report.reset - self.at))
 
     def headers(self) -> dict[str, str]:
         report = self.report
