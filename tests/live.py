@@ -20,6 +20,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def manage(*args: str, env: dict[str, str] | None = None) -> str:
+    """Runs a management command in a subprocess (as an operator would); returns its output."""
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
+
+
 def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -31,8 +40,14 @@ def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | Non
     raise TimeoutError(f"nothing listening on {port} after {timeout}s")
 
 
+class Server(str):
+    """A live server's base URL, which also knows its process (to kill it like a crash would)."""
+
+    process: subprocess.Popen
+
+
 @contextlib.contextmanager
-def daphne(env: dict[str, str] | None = None) -> Iterator[str]:
+def daphne(env: dict[str, str] | None = None) -> Iterator[Server]:
     """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL."""
     port = free_port()
     proc = subprocess.Popen(
@@ -43,10 +58,14 @@ def daphne(env: dict[str, str] | None = None) -> Iterator[str]:
     )
     try:
         wait_for_port(port, proc=proc)
-        yield f"http://127.0.0.1:{port}"
+        server = Server(f"http://127.0.0.1:{port}")
+        server.process = proc
+        yield server
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
