@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from tenants.models import Tenant
 
 from . import tables
@@ -44,11 +46,16 @@ def tenant_identity(tenant: Tenant, bucket: str) -> str:
     return f"tenant:{tenant.pk.hex}:{bucket}"
 
 
-def v1_limits(caller, bucket: str) -> list[Limit]:
-    plan = _plan(caller.tenant)
+def v1_limits(caller, bucket: str) -> tuple[Limit, ...]:
+    return _v1_limits(v1_identity(caller.api_key), _plan(caller.tenant), caller.scope, bucket)
+
+
+# Every request of a key asks for the same few limits: build them once (this is on the path of
+# every v1 request; the plan is part of the key, so an upgrade takes effect at once).
+@lru_cache(maxsize=8192)
+def _v1_limits(who: str, plan: str, scope: str, bucket: str) -> tuple[Limit, ...]:
     label = V1_PLAN_LABEL[plan]
     quota = tables.V1_PLAN[plan]
-    who = v1_identity(caller.api_key)
     limits = [Limit("minute", who, quota.per_minute, MINUTE,
                     f"{quota.per_minute} requests per minute per API key on the {label} plan")]
     if quota.per_day is not None:
@@ -59,18 +66,21 @@ def v1_limits(caller, bucket: str) -> list[Limit]:
         limits.append(Limit(f"endpoint.{row}", who, n, MINUTE,
                             f"{n} requests per minute per API key to {tables.ENDPOINT_LABELS[row]} "
                             f"on the {label} plan"))
-    n = tables.V1_SCOPE[caller.scope][plan]
-    limits.append(Limit(f"scope.{caller.scope}", who, n, MINUTE,
-                        f"{n} requests per minute per API key with the {caller.scope} scope "
+    n = tables.V1_SCOPE[scope][plan]
+    limits.append(Limit(f"scope.{scope}", who, n, MINUTE,
+                        f"{n} requests per minute per API key with the {scope} scope "
                         f"on the {label} plan"))
-    return limits
+    return tuple(limits)
 
 
 def v1_slots(caller) -> Slots:
-    plan = _plan(caller.tenant)
+    return _v1_slots(v1_identity(caller.api_key), _plan(caller.tenant))
+
+
+@lru_cache(maxsize=8192)
+def _v1_slots(who: str, plan: str) -> Slots:
     n = tables.V1_PLAN[plan].concurrent
-    return Slots(v1_identity(caller.api_key), n,
-                 f"{n} concurrent requests per API key on the {V1_PLAN_LABEL[plan]} plan")
+    return Slots(who, n, f"{n} concurrent requests per API key on the {V1_PLAN_LABEL[plan]} plan")
 
 
 def legacy_limits(caller) -> list[Limit]:
