@@ -207,3 +207,8 @@ def test_the_schema_documents_the_header_on_v1_posts():
     success = post["responses"]["201" if "201" in post["responses"] else "200"]
     assert "Idempotent-Replayed" in success["headers"]
     assert "Idempotent-Replayed" not in post["responses"]["429"]["headers"]
+
+
+def test_unknown_paths_ignore_the_header(api, kit):
+    r = api.post("/api/v1/nope", json={}, headers={**kit.auth("write"), "Idempotency-Key": "x" * 300})
+    assert r.status_code == 404

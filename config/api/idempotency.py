@@ -79,13 +79,15 @@ class IdempotencyMixin:
         super().initial(request, *args, **kwargs)
         if request.method not in self.idempotent_methods:
             return
-        caller = request.user
+        api_key = getattr(request.user, "api_key", None)
+        if api_key is None:
+            return  # no key, no keys: an unknown path or a view without authentication
         key = _validated_key(request)
-        if key is None or getattr(caller, "api_key", None) is None:
+        if key is None:
             return
         # A body that does not parse fails here as it would in the view, and is not remembered.
         fp = fingerprint(request.method, request.get_full_path(), request.data)
-        outcome = services.idempotency_claim(api_key=caller.api_key, key=key, fingerprint=fp)
+        outcome = services.idempotency_claim(api_key=api_key, key=key, fingerprint=fp)
         if isinstance(outcome, services.StoredResponse):
             raise IdempotentReplay(replay(outcome))
         self.idempotency_record = outcome
