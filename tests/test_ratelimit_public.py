@@ -113,3 +113,9 @@ def test_an_unknown_bucket_is_refused_when_the_class_is_defined():
     with pytest.raises(ImproperlyConfigured, match="unknown bucket"):
         class Typo(V1APIView):  # noqa: F841
             rate_limit_bucket = {"POST": "lead_creat"}
+
+
+def test_a_broken_body_is_counted_per_address_and_still_400(api, clock, probes, db):
+    r = api.post("/api/_probe/chat", content=b"{broken", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and set(r.json()) == {"error"}
+    assert standing(r) == ("address", 19)

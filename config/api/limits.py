@@ -29,7 +29,7 @@ def authenticated_caller(request) -> Caller | None:
     return user if isinstance(user, Caller) else None
 
 
-def _bucket_names(value) -> list[str]:
+def _bucket_names(value: str | Mapping[str, str]) -> list[str]:
     if isinstance(value, Mapping):
         return list(value.values())
     return [value]
@@ -87,13 +87,13 @@ class RateLimitMixin:
         super().initial(request, *args, **kwargs)
 
     def enforce_rate_limits(self, request, caller: Caller | None, *, failing: bool = False) -> None:
+        # The hooks may read the body. When it is broken, count the request in the bucket the
+        # class declares (and without a tenant), then fail the way the view would have.
         deferred: Exception | None = None
         try:
             bucket = self.get_rate_limit_bucket(request)
         except Exception as exc:
-            # The bucket depends on the body and the body is broken: count the request in the
-            # declared bucket, then fail the way the view would have.
-            bucket, deferred = _bucket_names(self.rate_limit_bucket)[0], exc
+            bucket, deferred = RateLimitMixin.get_rate_limit_bucket(self, request), exc
         if bucket not in ratelimit.BUCKETS:
             raise ImproperlyConfigured(f"{type(self).__name__} chose unknown bucket {bucket!r}")
 
@@ -104,8 +104,12 @@ class RateLimitMixin:
         elif caller is not None:
             limits = policy.legacy_limits(caller)
         elif bucket in ratelimit.PUBLIC_BUCKETS:
-            limits = policy.public_limits(bucket, ratelimit.client_address(request),
-                                          self.rate_limit_tenant(request))
+            tenant = None
+            try:
+                tenant = self.rate_limit_tenant(request)
+            except Exception as exc:
+                deferred = deferred or exc
+            limits = policy.public_limits(bucket, ratelimit.client_address(request), tenant)
         else:
             limits = policy.anonymous_limits(ratelimit.client_address(request))
 
