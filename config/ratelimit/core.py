@@ -11,12 +11,11 @@ cannot pass before that one has reset; or the concurrency limit, when only that 
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from asgiref.sync import sync_to_async
@@ -25,8 +24,6 @@ from django.conf import settings
 from config.errors import RateLimited
 
 from .store import GRACE_SECONDS, KEY_PREFIX, Counter, SlotClaim, StoreUnavailable, get_store, ttl_until
-
-logger = logging.getLogger("salesagent.ratelimit")
 
 # A refused concurrent request is told to retry after this many seconds: slots free up when
 # other requests end, which the limiter cannot foresee.
@@ -144,7 +141,7 @@ class Decision:
     usages: tuple[Usage, ...]
     slots: Slots | None = None
     slot: Slot | None = None  # held when admitted with a concurrency limit
-    slots_refused: bool = field(default=False)
+    slots_refused: bool = False  # refused because every slot was held
 
     @cached_property
     def report(self) -> Report | None:
@@ -153,7 +150,7 @@ class Decision:
             if exhausted:
                 u = max(exhausted, key=lambda u: (u.reset, -u.limit.limit))
                 return Report(u.limit.policy, u.limit.limit, 0, u.reset, u.limit.description)
-            assert self.slots is not None
+            assert self.slots is not None and self.slots_refused
             return Report("concurrency", self.slots.limit, 0,
                           math.ceil(self.at + CONCURRENCY_RETRY_SECONDS), self.slots.description)
         if not self.usages:
