@@ -51,8 +51,14 @@ def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
     return proc.stdout
 
 
+class Server(str):
+    """A live server's base URL, which also knows its process (to kill it like a crash would)."""
+
+    process: subprocess.Popen
+
+
 @contextlib.contextmanager
-def daphne(env: dict[str, str | None] | None = None) -> Iterator[str]:
+def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
     """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL."""
     port = free_port()
     proc = subprocess.Popen(
@@ -63,10 +69,14 @@ def daphne(env: dict[str, str | None] | None = None) -> Iterator[str]:
     )
     try:
         wait_for_port(port, proc=proc)
-        yield f"http://127.0.0.1:{port}"
+        server = Server(f"http://127.0.0.1:{port}")
+        server.process = proc
+        yield server
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
