@@ -16,7 +16,7 @@
     tenant: script.getAttribute("data-tenant") || "",
     config: null, overrides: {}, isOpen: false, wantOpen: false, sending: false,
     visitorId: null, sessionId: null, status: null, controller: null, source: null,
-    retries: 0, seen: {}, talked: false, unread: 0, destroyed: false
+    retries: 0, seen: {}, talked: false, unread: 0, destroyed: false, deferred: []
   };
   ["position", "greeting", "title"].forEach(function (k) {
     var v = script.getAttribute("data-" + k);
@@ -367,6 +367,7 @@
       if (outcome === "retried" || S.destroyed) return;
       if (S.controller === ctrl) S.controller = null;
       setSending(false);
+      S.deferred.splice(0).forEach(function (d) { onStatus(d, false); });
     });
   }
 
@@ -375,6 +376,7 @@
     if (S.source) { S.source.close(); S.source = null; }
   }
   function onStatus(data, quiet) {
+    if (S.sending && !quiet) { S.deferred.push(data); return; }  // after the reply in progress
     var before = S.status;
     S.status = data.status;
     if (data.status === "closed" || data.status === "expired") {
@@ -450,7 +452,7 @@
     timers.forEach(clearTimeout);
     timers = [];
     setSending(false);
-    S.seen = {}; S.status = null; S.talked = false; S.unread = 0; S.retries = 0;
+    S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
     badge.hidden = true;
     log.textContent = "";
   }
