@@ -44,6 +44,9 @@ class _CountedPage:
     def __iter__(self):
         return iter(self.object_list)
 
+    def __len__(self) -> int:
+        return len(self.object_list)
+
 
 @dashboard_view()
 def lead_index(request: HttpRequest) -> HttpResponse:
