@@ -577,7 +577,7 @@ def conversation_reply_as_human(*, conversation: Conversation, author: User, con
     if len(text) > MAX_HUMAN_REPLY:
         raise InvalidRequest(details=[FieldError("content", "too_long",
                                                  f"At most {MAX_HUMAN_REPLY} characters.")])
-    current = (Conversation.objects.select_for_update().select_related("tenant", "lead")
+    current = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
                .filter(pk=conversation.pk, tenant_id=author.tenant_id).first())
     if current is None:
         raise NotFound()
@@ -608,7 +608,7 @@ def conversation_assign(*, conversation: Conversation, user: User) -> Conversati
     An active conversation is taken over (handed off to that person, with
     ``conversation.handoff``); a handed-off one changes hands; an ended one cannot be assigned.
     """
-    current = (Conversation.objects.select_for_update().select_related("tenant", "lead")
+    current = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
                .get(pk=conversation.pk))
     if user.tenant_id != current.tenant_id or not user.is_active:
         raise NotFound("No such member of this tenant's staff.")
@@ -632,7 +632,7 @@ def conversation_hand_back(*, conversation: Conversation) -> Conversation:
     The specification names no event for this move, so none is emitted; the handoff record
     stays on the conversation as history.
     """
-    current = (Conversation.objects.select_for_update().select_related("tenant", "lead")
+    current = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
                .get(pk=conversation.pk))
     if current.status != ConversationStatus.HANDED_OFF:
         raise Conflict("Only a handed-off conversation can be handed back to the agent.")

@@ -339,3 +339,48 @@ def test_human_takeover_reaches_the_open_widget(stack, page):
         assert "A member of our team" not in bot_texts(visitor)[-1]
     finally:
         rep_context.close()
+
+
+def test_dashboard_key_generation_rotation_and_early_revocation(stack):
+    context = stack["browser"].new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    base = stack["base"]
+
+    def status(raw):
+        return v1(stack, "/api/v1/leads", key=raw).status_code
+
+    try:
+        page.goto(base + "/dashboard/login/")
+        page.fill("#id_username", "rita@acme.test")
+        page.fill("#id_password", REP_PASSWORD)
+        page.get_by_role("button", name="Sign in", exact=True).click()
+        page.wait_for_url(base + "/dashboard/")
+        page.screenshot(path=str(SCREENSHOTS / "dashboard-home.png"), full_page=True)
+        page.goto(base + "/dashboard/leads/")
+        page.screenshot(path=str(SCREENSHOTS / "dashboard-leads.png"), full_page=True)
+        lead_link = page.locator("table a").first
+        if lead_link.count():
+            lead_link.click()
+            page.screenshot(path=str(SCREENSHOTS / "dashboard-lead.png"), full_page=True)
+        page.goto(base + "/dashboard/settings/")
+        page.screenshot(path=str(SCREENSHOTS / "dashboard-settings.png"), full_page=True)
+
+        page.goto(base + "/dashboard/keys/")
+        page.fill("#id_name", "Browser key")
+        page.select_option("#id_scope", "read")
+        page.get_by_role("button", name="Generate").click()
+        first = page.locator("#new-key").inner_text().strip()
+        assert first.startswith("sk_live_") and status(first) == 200
+        page.get_by_role("link", name="Done").click()
+        assert first not in page.content()  # shown once
+        row = page.locator("tr", has_text="Browser key")
+        row.get_by_role("button", name="Rotate").click()
+        second = page.locator("#new-key").inner_text().strip()
+        assert second != first and status(first) == 200 and status(second) == 200
+        page.get_by_role("link", name="Done").click()
+        page.screenshot(path=str(SCREENSHOTS / "dashboard-keys.png"), full_page=True)
+        page.locator("tr", has_text="Browser key").get_by_role("button", name="Revoke old key").click()
+        assert "only the new one works now" in page.content()
+        assert status(first) == 401 and status(second) == 200
+    finally:
+        context.close()

@@ -17,7 +17,7 @@ from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
 from config.errors import NotFound
 from conversations import live
-from conversations.api.sse import EventStreamRenderer, event_stream_response, frame
+from conversations.api.sse import event_stream_response, frame
 from conversations.models import Conversation
 from tenants.models import Tenant
 from widget.models import Position
@@ -94,10 +94,9 @@ class ChatStreamView(PublicLegacyAPIView):
     """``GET /api/chat/stream?tenant=&sessionId=&visitorId=``: Server-Sent Events of one chat
     session, open as long as the visitor's page is."""
 
-    renderer_classes = [JSONRenderer, EventStreamRenderer]
-
     def perform_content_negotiation(self, request, force=False):
-        return super().perform_content_negotiation(request, force=True)
+        renderer = JSONRenderer()  # errors are JSON whatever the Accept header (EventSource's)
+        return renderer, renderer.media_type
 
     @extend_schema(
         operation_id="legacy_chat_stream",
