@@ -588,7 +588,7 @@ def conversation_reply_as_human(*, conversation: Conversation, author: User, con
         raise Conflict("This conversation is assigned to someone else.")
     now = timezone.now()
     message = _append(current, role=Role.ASSISTANT, content=text, now=now, author=author)
-    message.author = author
+    current.save(update_fields=["message_count", "last_message_at", "updated_at"])
     emit(
         tenant=current.tenant, livemode=current.livemode, type=EventType.MESSAGE_SENT,
         lead=current.lead, conversation_id=current.pk,

@@ -201,6 +201,7 @@ def test_the_assigned_rep_replies_and_the_agent_stays_silent(api, kit, manager, 
     assert sent.data["author"] == "user_" + assignee.pk.hex
     # The visitor writes again: the agent does not answer in its own words.
     again = chat(api, kit, "Great, thanks", visitor="v-human", session="sess_" + conversation.pk.hex)
+    assert again.status_code == 200, again.text
     assert again.json()["content"].startswith("A member of our team")
 
 
