@@ -4,7 +4,9 @@ stranger's ids are 404), roles, CSRF, and each page's actions through the servic
 from __future__ import annotations
 
 import pytest
-from django.test import Client
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from django.test import Client as DjangoClient
 
 from analytics.models import Event
 from apikeys.models import ApiKey
@@ -14,6 +16,19 @@ from tests.chat_helpers import chat
 from tests.factories import make_lead
 
 PASSWORD = "a-long-enough-password"
+
+
+class Client(DjangoClient):
+    """Django's test client reconnects ``close_old_connections`` after each request, which the
+    suite keeps disconnected (conftest): on PostgreSQL the next ``api`` request would close the
+    test's connection."""
+
+    def request(self, **request):
+        try:
+            return super().request(**request)
+        finally:
+            request_started.disconnect(close_old_connections)
+            request_finished.disconnect(close_old_connections)
 
 
 @pytest.fixture
