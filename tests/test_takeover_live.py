@@ -51,7 +51,8 @@ def sign_in(client: httpx.Client, base: str, email: str) -> None:
 
 
 def test_a_reply_from_one_process_reaches_a_stream_on_another(tmp_path):
-    env = {"VAR_DIR": str(tmp_path), "V1_REQUIRE_HTTPS": "0"}
+    # DEBUG: plain-HTTP cookies (Secure cookies would not travel over http://127.0.0.1).
+    env = {"VAR_DIR": str(tmp_path), "V1_REQUIRE_HTTPS": "0", "DEBUG": "1"}
     manage("migrate", "--noinput", env=env)
     created = json.loads(manage("create_tenant", "Two Processes", "--json", env=env))
     email = f"xena+{os.getpid()}@two.test"
