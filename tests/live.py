@@ -80,3 +80,23 @@ def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def scratch_database(name: str) -> Iterator[str]:
+    """A fresh PostgreSQL database beside the one in ``DATABASE_URL``, for server processes that
+    must share one (the test run's own database is inside a test transaction); dropped after."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    url = urlsplit(os.environ["DATABASE_URL"])
+    admin = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -14,7 +14,7 @@ import threading
 import httpx
 import pytest
 
-from tests.live import daphne, manage
+from tests.live import daphne, manage, scratch_database
 
 pytestmark = pytest.mark.skipif(
     not (os.environ.get("REDIS_URL") and os.environ.get("DATABASE_URL")),
@@ -50,9 +50,16 @@ def sign_in(client: httpx.Client, base: str, email: str) -> None:
     assert r.status_code == 302, r.text[:300]
 
 
-def test_a_reply_from_one_process_reaches_a_stream_on_another(tmp_path):
+@pytest.fixture
+def shared_database():
+    with scratch_database(f"salesagent_takeover_{os.getpid()}") as url:
+        yield url
+
+
+def test_a_reply_from_one_process_reaches_a_stream_on_another(tmp_path, shared_database):
     # DEBUG: plain-HTTP cookies (Secure cookies would not travel over http://127.0.0.1).
-    env = {"VAR_DIR": str(tmp_path), "V1_REQUIRE_HTTPS": "0", "DEBUG": "1"}
+    env = {"VAR_DIR": str(tmp_path), "V1_REQUIRE_HTTPS": "0", "DEBUG": "1",
+           "DATABASE_URL": shared_database}
     manage("migrate", "--noinput", env=env)
     created = json.loads(manage("create_tenant", "Two Processes", "--json", env=env))
     email = f"xena+{os.getpid()}@two.test"
