@@ -170,6 +170,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Periodic sweepers.
 CELERY_BEAT_SCHEDULE: dict = {
     "expire-idle-conversations": {"task": "conversations.expire_idle", "schedule": 60.0},
+    "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 5.0},
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -215,3 +216,12 @@ from .logging import *  # noqa: E402,F403
 
 AGENT_TIMEOUT_SECONDS = env_int("AGENT_TIMEOUT_SECONDS", 30, minimum=1)
 AGENT_MAX_RETRIES = env_int("AGENT_MAX_RETRIES", 2, minimum=0)
+
+# --- Webhooks (docs/webhooks.md) ------------------------------------------------------------
+
+# Receivers' URLs must be https and resolve to public addresses; these lift the two rules for
+# tests and local development only.
+WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
+WEBHOOKS_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", False)
+# How long a receiver has to answer, in seconds (the specification's 30).
+WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 30, minimum=1)
