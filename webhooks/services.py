@@ -9,6 +9,7 @@ de-duplicate on the event id, which every attempt repeats.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -244,15 +245,22 @@ def deliveries_create_for_event(*, event_id: uuid.UUID) -> list[uuid.UUID]:
 
 
 def enqueue(delivery_ids: Iterable[uuid.UUID]) -> None:
-    """Puts one delivery task per id on the broker. A broker failure loses nothing: the rows
-    stay due and the sweeper enqueues them again after ``REQUEUE_AFTER``."""
+    """Puts one delivery task per id on the broker, through one producer (and, where kombu has
+    publish batches, one round trip per batch). A broker failure loses nothing: the rows stay
+    due and the sweeper enqueues them again after ``REQUEUE_AFTER``."""
     from .tasks import deliver
 
-    for delivery_id in delivery_ids:
-        try:
-            deliver.delay(str(delivery_id))
-        except Exception:
-            logger.exception("Could not enqueue webhook delivery %s; the sweeper will", delivery_id)
+    ids = [str(delivery_id) for delivery_id in delivery_ids]
+    if not ids:
+        return
+    try:
+        with deliver.app.producer_or_acquire() as producer:
+            batch = producer.batch() if hasattr(producer, "batch") else contextlib.nullcontext()
+            with batch:
+                for delivery_id in ids:
+                    deliver.apply_async((delivery_id,), producer=producer)
+    except Exception:
+        logger.exception("Could not enqueue %s webhook deliveries; the sweeper will", len(ids))
 
 
 # --- one attempt ----------------------------------------------------------------------------
@@ -267,25 +275,32 @@ class _Claim:
 
 def _claim(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:
     """Marks a due delivery ``delivering`` for this worker alone, or returns None when it is not
-    due, already taken, or gone."""
+    due, already taken, or gone. The row comes back with its event and receiver."""
     token = uuid.uuid4()
     lease = now + timedelta(seconds=timeout_seconds()) + LEASE_MARGIN
-    due = Delivery.objects.filter(pk=delivery_id, status__in=CLAIMABLE, next_attempt_at__lte=now)
+    claimed = {"status": DeliveryStatus.DELIVERING, "claim_token": token,
+               "lease_expires_at": lease, "last_attempt_at": now, "updated_at": now}
+    conditions = {"pk": delivery_id, "status__in": CLAIMABLE, "next_attempt_at__lte": now}
+    joined = Delivery.objects.select_related("event", "subscription", "legacy_webhook")
     with transaction.atomic():
         if connection.features.has_select_for_update_skip_locked:
-            # Another worker holding the row means it is taken: skip, do not wait.
-            row = due.select_for_update(skip_locked=True).values("attempt_count").first()
-            if row is None:
+            # Another worker holding the row means it is taken: skip, do not wait. Only the
+            # delivery is locked (its receiver is on the nullable side of a join).
+            delivery = (joined.filter(**conditions)
+                        .select_for_update(skip_locked=True, of=("self",)).first())
+            if delivery is None:
                 return None
-            due = Delivery.objects.filter(pk=delivery_id)
-        # Elsewhere the status condition in the UPDATE itself is the claim: one writer wins.
-        claimed = due.update(status=DeliveryStatus.DELIVERING, claim_token=token,
-                             lease_expires_at=lease, last_attempt_at=now, updated_at=now,
-                             attempt_count=F("attempt_count") + 1)
-        if claimed != 1:
-            return None
-    delivery = (Delivery.objects.select_related("event", "subscription", "legacy_webhook")
-                .get(pk=delivery_id))
+            Delivery.objects.filter(pk=delivery_id).update(
+                **claimed, attempt_count=F("attempt_count") + 1)
+            for field, value in claimed.items():
+                setattr(delivery, field, value)
+            delivery.attempt_count += 1
+        else:
+            # Without row locks the status condition of the UPDATE is the claim: one writer wins.
+            due = Delivery.objects.filter(**conditions)
+            if due.update(**claimed, attempt_count=F("attempt_count") + 1) != 1:
+                return None
+            delivery = joined.get(pk=delivery_id)
     return _Claim(delivery=delivery, token=token, number=delivery.attempt_count,
                   trigger=delivery.next_trigger)
 
@@ -342,13 +357,17 @@ def _give_up(delivery: Delivery, *, token: uuid.UUID, now: datetime, reason: str
 @transaction.atomic
 def _record(claim: _Claim, *, attempt_pk: uuid.UUID, outcome: transport.Outcome, now: datetime
             ) -> DeliveryAttempt | None:
-    delivery = (Delivery.objects.select_for_update()
-                .filter(pk=claim.delivery.pk, claim_token=claim.token,
-                        status=DeliveryStatus.DELIVERING).first())
-    if delivery is None:
+    delivery = claim.delivery
+    changes = _settlement(delivery, number=claim.number, trigger=claim.trigger,
+                          success=outcome.success, status_code=outcome.status_code,
+                          error=outcome.error, now=now)
+    # Only the holder of the claim may settle it (the UPDATE's condition is the check).
+    settled = Delivery.objects.filter(pk=delivery.pk, claim_token=claim.token,
+                                      status=DeliveryStatus.DELIVERING).update(**changes)
+    if settled != 1:
         # The claim was taken back (lease overrun) or the receiver deleted meanwhile.
         logger.warning("Webhook delivery %s: result of attempt %s dropped, the claim is gone",
-                       claim.delivery.pk, claim.number)
+                       delivery.pk, claim.number)
         return None
     attempt = DeliveryAttempt.objects.create(
         id=attempt_pk, delivery=delivery, number=claim.number, trigger=claim.trigger,
@@ -356,40 +375,43 @@ def _record(claim: _Claim, *, attempt_pk: uuid.UUID, outcome: transport.Outcome,
         success=outcome.success, error=outcome.error[:500], response_excerpt=outcome.excerpt,
         remote_address=outcome.remote_address,
     )
-    _settle(delivery, number=claim.number, trigger=claim.trigger, success=outcome.success,
-            status_code=outcome.status_code, error=outcome.error, now=now)
+    _after_settling(delivery, changes, success=outcome.success, error=outcome.error, now=now)
     return attempt
 
 
-def _settle(delivery: Delivery, *, number: int, trigger: str, success: bool,
-            status_code: int | None, error: str, now: datetime) -> None:
-    """The delivery's next state after attempt ``number``, and its subscription's health."""
-    delivery.last_status_code = status_code
-    delivery.last_error = error[:500]
-    delivery.lease_expires_at = None
-    delivery.claim_token = None
-    delivery.enqueued_at = None
-    delivery.next_trigger = Trigger.SCHEDULED
-    delivery.updated_at = now
+def _settlement(delivery: Delivery, *, number: int, trigger: str, success: bool,
+                status_code: int | None, error: str, now: datetime) -> dict[str, Any]:
+    """The delivery's fields after attempt ``number``: delivered, waiting for the next step of
+    its schedule, or failed."""
+    changes: dict[str, Any] = {
+        "last_status_code": status_code, "last_error": error[:500], "lease_expires_at": None,
+        "claim_token": None, "enqueued_at": None, "next_trigger": Trigger.SCHEDULED,
+        "updated_at": now,
+    }
     if success:
-        delivery.status = DeliveryStatus.DELIVERED
-        delivery.delivered_at = now
-        delivery.next_attempt_at = None
-    else:
-        delays = V1_RETRY_DELAYS if delivery.surface == Surface.V1 else LEGACY_RETRY_DELAYS
-        # A manual attempt is one more try of a settled delivery, never the start of a schedule.
-        if trigger == Trigger.SCHEDULED and number <= len(delays):
-            delivery.status = DeliveryStatus.WAITING_RETRY
-            delivery.next_attempt_at = now + delays[number - 1]
-        else:
-            delivery.status = DeliveryStatus.FAILED
-            delivery.next_attempt_at = None
-            if delivery.surface == Surface.LEGACY:
-                logger.warning("Legacy webhook delivery %s dropped after %s attempts: %s",
-                               delivery.pk, number, error)
-    delivery.save()
-    if delivery.subscription_id:
-        _subscription_health(delivery.subscription_id, success=success, error=error, now=now)
+        return {**changes, "status": DeliveryStatus.DELIVERED, "delivered_at": now,
+                "next_attempt_at": None}
+    delays = V1_RETRY_DELAYS if delivery.surface == Surface.V1 else LEGACY_RETRY_DELAYS
+    # A manual attempt is one more try of a settled delivery, never the start of a schedule.
+    if trigger == Trigger.SCHEDULED and number <= len(delays):
+        return {**changes, "status": DeliveryStatus.WAITING_RETRY,
+                "next_attempt_at": now + delays[number - 1]}
+    return {**changes, "status": DeliveryStatus.FAILED, "next_attempt_at": None}
+
+
+def _after_settling(delivery: Delivery, changes: dict[str, Any], *, success: bool, error: str,
+                    now: datetime) -> None:
+    if changes["status"] == DeliveryStatus.FAILED and delivery.surface == Surface.LEGACY:
+        logger.warning("Legacy webhook delivery %s dropped after %s attempts: %s",
+                       delivery.pk, delivery.attempt_count, error)
+    if delivery.subscription_id is None:
+        return
+    if success and delivery.subscription.failing_since is None:
+        # No streak as of the claim: nothing to clear. A failure of another delivery recorded
+        # while this attempt was in flight keeps its streak start until the next success: the
+        # streak is then early by at most one attempt's duration.
+        return
+    _subscription_health(delivery.subscription_id, success=success, error=error, now=now)
 
 
 def _subscription_health(subscription_id: uuid.UUID, *, success: bool, error: str,
@@ -457,8 +479,11 @@ def _recover_stranded(now: datetime, batch: int) -> int:
             DeliveryAttempt.objects.create(
                 delivery=delivery, number=delivery.attempt_count, trigger=delivery.next_trigger,
                 attempted_at=delivery.last_attempt_at or now, error=error)
-            _settle(delivery, number=delivery.attempt_count, trigger=delivery.next_trigger,
-                    success=False, status_code=None, error=error, now=now)
+            changes = _settlement(delivery, number=delivery.attempt_count,
+                                  trigger=delivery.next_trigger, success=False, status_code=None,
+                                  error=error, now=now)
+            Delivery.objects.filter(pk=delivery.pk).update(**changes)
+            _after_settling(delivery, changes, success=False, error=error, now=now)
             count += 1
     return count
 

@@ -124,6 +124,8 @@ else:
     }
 # Under ASGI every request may run on another thread: persistent connections would leak.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# Celery workers' long-lived processes and threads keep theirs this long (config/celery.py).
+WORKER_DB_CONN_MAX_AGE = env_int("WORKER_DB_CONN_MAX_AGE", 60, minimum=0)
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 # Covering indexes (INCLUDE) are a PostgreSQL feature; SQLite builds the same indexes without
 # the extra columns, which is what we want there.
@@ -160,6 +162,9 @@ else:
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # An idle worker looks for new messages this often (kombu's default is every second):
+        # a webhook's first attempt should leave well within a second of its event.
+        "polling_interval": 0.1,
     }
 
 CELERY_TASK_IGNORE_RESULT = True
