@@ -62,6 +62,9 @@ REQUEUE_AFTER = timedelta(seconds=60)
 # A claim outlives the request's timeout by this much before the sweeper takes it back.
 LEASE_MARGIN = timedelta(seconds=60)
 SWEEP_BATCH = 500
+# Events whose fan-out never ran are looked for this far back, once the hook had time to run.
+CATCH_UP_WINDOW = timedelta(minutes=15)
+CATCH_UP_GRACE = timedelta(seconds=30)
 
 SECRET_MIN_LENGTH = 16
 SECRET_MAX_LENGTH = 256
@@ -226,15 +229,13 @@ def deliveries_create_for_event(*, event_id: uuid.UUID) -> list[uuid.UUID]:
         for sub in Subscription.objects.filter(**scope, status=SubscriptionStatus.ACTIVE
                                                ).only("id", "events"):
             if event.type in sub.events:
-                rows.append(Delivery(**scope, surface=Surface.V1, event_id=event.pk,
-                                     subscription_id=sub.pk, next_attempt_at=now,
-                                     enqueued_at=now, created_at=now, updated_at=now))
+                rows.append(_delivery_row(**scope, event_id=event.pk, surface=Surface.V1,
+                                          receiver_id=sub.pk, now=now))
     if event.type in envelopes.LEGACY_EVENT_TYPES:
         for hook in LegacyWebhook.objects.filter(**scope, active=True).only("id", "events"):
             if event.type in hook.events:
-                rows.append(Delivery(**scope, surface=Surface.LEGACY, event_id=event.pk,
-                                     legacy_webhook_id=hook.pk, next_attempt_at=now,
-                                     enqueued_at=now, created_at=now, updated_at=now))
+                rows.append(_delivery_row(**scope, event_id=event.pk, surface=Surface.LEGACY,
+                                          receiver_id=hook.pk, now=now))
     if not rows:
         return []
     ids = [row.pk for row in rows]
@@ -242,6 +243,66 @@ def deliveries_create_for_event(*, event_id: uuid.UUID) -> list[uuid.UUID]:
         Delivery.objects.bulk_create(rows, ignore_conflicts=True)
         transaction.on_commit(partial(enqueue, ids))
     return ids
+
+
+def deliveries_catch_up(*, now: datetime | None = None) -> int:
+    """Run by beat every minute: delivery rows for recent events whose fan-out never ran (the
+    process stopped between the event's commit and its on-commit hook). Returns how many.
+
+    Events of the last ``CATCH_UP_WINDOW`` and older than ``CATCH_UP_GRACE`` (younger ones are
+    still the hook's) are matched against the active receivers that existed, as they are now,
+    when the event happened (``updated_at`` no later than the event): a subscription created or
+    changed afterwards does not receive earlier events.
+    """
+    now = now or timezone.now()
+    newest = now - CATCH_UP_GRACE
+    groups: dict[tuple[uuid.UUID, bool], list[tuple[str, uuid.UUID, list[str], datetime]]] = {}
+    for pk, tenant_id, livemode, events, since in (
+            Subscription.objects.filter(status=SubscriptionStatus.ACTIVE, updated_at__lte=newest)
+            .values_list("id", "tenant_id", "livemode", "events", "updated_at")):
+        groups.setdefault((tenant_id, livemode), []).append((Surface.V1, pk, events, since))
+    for pk, tenant_id, livemode, events, since in (
+            LegacyWebhook.objects.filter(active=True, updated_at__lte=newest)
+            .values_list("id", "tenant_id", "livemode", "events", "updated_at")):
+        groups.setdefault((tenant_id, livemode), []).append((Surface.LEGACY, pk, events, since))
+
+    rows: list[Delivery] = []
+    for (tenant_id, livemode), receivers in groups.items():
+        types = {t for _, _, events, _ in receivers for t in events}
+        oldest = max(now - CATCH_UP_WINDOW, min(since for *_, since in receivers))
+        recent = list(Event.objects.filter(
+            tenant_id=tenant_id, livemode=livemode, type__in=types,
+            occurred_at__gte=oldest, occurred_at__lte=newest,
+        ).values_list("id", "type", "occurred_at"))
+        if not recent:
+            continue
+        existing = {(e, s or w) for e, s, w in Delivery.objects.filter(
+            event_id__in=[event_id for event_id, _, _ in recent],
+        ).values_list("event_id", "subscription_id", "legacy_webhook_id")}
+        for event_id, event_type, occurred_at in recent:
+            for surface, receiver_id, events, since in receivers:
+                if (event_type in events and since <= occurred_at
+                        and (event_id, receiver_id) not in existing):
+                    rows.append(_delivery_row(tenant_id=tenant_id, livemode=livemode,
+                                              event_id=event_id, surface=surface,
+                                              receiver_id=receiver_id, now=now))
+    if not rows:
+        return 0
+    with transaction.atomic():
+        created = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+        transaction.on_commit(partial(enqueue, [row.pk for row in created]))
+    logger.warning("Webhook fan-out caught up %s deliveries whose events' hooks never ran",
+                   len(rows))
+    return len(rows)
+
+
+def _delivery_row(*, tenant_id: uuid.UUID, livemode: bool, event_id: uuid.UUID, surface: str,
+                  receiver_id: uuid.UUID, now: datetime) -> Delivery:
+    receiver = ({"subscription_id": receiver_id} if surface == Surface.V1
+                else {"legacy_webhook_id": receiver_id})
+    return Delivery(tenant_id=tenant_id, livemode=livemode, surface=surface, event_id=event_id,
+                    next_attempt_at=now, enqueued_at=now, created_at=now, updated_at=now,
+                    **receiver)
 
 
 def enqueue(delivery_ids: Iterable[uuid.UUID]) -> None:

@@ -5,7 +5,7 @@ from uuid import UUID
 
 from celery import shared_task
 
-from .services import deliveries_sweep, delivery_attempt
+from .services import deliveries_catch_up, deliveries_sweep, delivery_attempt
 
 
 @shared_task(name="webhooks.deliver", ignore_result=True, acks_late=True)
@@ -19,3 +19,9 @@ def sweep() -> int:
     """Beat, every few seconds: re-enqueue due and stranded deliveries."""
     result = deliveries_sweep()
     return result.enqueued + result.recovered
+
+
+@shared_task(name="webhooks.catch_up", ignore_result=True)
+def catch_up() -> int:
+    """Beat, every minute: deliveries for recent events whose fan-out hook never ran."""
+    return deliveries_catch_up()

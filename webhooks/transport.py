@@ -194,8 +194,9 @@ def _tls_context() -> ssl.SSLContext:
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> Outcome:
     """POSTs ``body`` to ``url`` and says how it went; never raises for the receiver's faults.
 
-    ``timeout`` bounds the whole exchange, from resolution to the answer's status line and
-    headers: a receiver that trickles bytes cannot hold a worker longer than that.
+    ``timeout`` bounds the whole exchange, from the name's resolution to the answer's status line
+    and headers: a receiver that trickles bytes cannot hold a worker longer than that (a
+    resolver that hangs is bounded by its own timeouts).
     """
     started = time.monotonic()
 
@@ -212,7 +213,10 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    conn = _PinnedConnection(parts.hostname, port, address=addresses[0], timeout=timeout,
+    remaining = timeout - (time.monotonic() - started)  # resolution counts against the timeout
+    if remaining <= 0:
+        return Outcome(None, elapsed_ms(), error=_timeout_message(timeout))
+    conn = _PinnedConnection(parts.hostname, port, address=addresses[0], timeout=remaining,
                              tls_context=_tls_context() if parts.scheme == "https" else None)
     timed_out = threading.Event()
 
@@ -225,7 +229,7 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
-    watchdog = threading.Timer(timeout, abort)
+    watchdog = threading.Timer(remaining, abort)
     watchdog.daemon = True
     watchdog.start()
     remote = str(addresses[0])

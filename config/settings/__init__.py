@@ -176,6 +176,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict = {
     "expire-idle-conversations": {"task": "conversations.expire_idle", "schedule": 60.0},
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 5.0},
+    "catch-up-webhook-fan-out": {"task": "webhooks.catch_up", "schedule": 60.0},
 }
 CELERY_TIMEZONE = "UTC"
 

@@ -426,3 +426,38 @@ def test_deliveries_use_the_subscriptions_current_url_and_stored_secret(
     services.subscription_update(subscription=sub, url=receiver.url("/moved"))
     attempt_now(Delivery.objects.get())
     assert receiver.received[0].path == "/moved" and v1_signature_ok(receiver.received[0])
+
+
+# --- an event whose fan-out never ran ---------------------------------------------------------
+
+def test_an_event_whose_fan_out_hook_never_ran_is_caught_up(kit, receiver, enqueued,
+                                                            django_capture_on_commit_callbacks):
+    sub = _subscribe(kit, receiver)
+    make_lead(kit)  # the on-commit hook never runs here: as if the process died after the commit
+    event = Event.objects.get(type="lead.created")
+    assert not Delivery.objects.exists()
+    Subscription.objects.filter(pk=sub.pk).update(updated_at=event.occurred_at - timedelta(
+        seconds=1))
+    # Within the grace period the event is still the hook's.
+    assert services.deliveries_catch_up(now=event.occurred_at + timedelta(seconds=10)) == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.deliveries_catch_up(now=event.occurred_at + timedelta(seconds=31)) == 1
+    delivery = Delivery.objects.get()
+    assert (delivery.event_id, delivery.subscription_id) == (event.pk, sub.pk)
+    assert enqueued == [delivery.pk]
+    assert services.deliveries_catch_up(now=event.occurred_at + timedelta(seconds=40)) == 0
+    attempt = attempt_now(delivery, now=event.occurred_at + timedelta(seconds=41))
+    assert attempt.success and envelope(receiver.received[0])["id"] == f"evt_{event.pk.hex}"
+
+
+def test_catch_up_respects_receivers_created_later_and_its_window(kit, receiver, enqueued):
+    make_lead(kit)
+    event = Event.objects.get(type="lead.created")
+    later = _subscribe(kit, receiver)  # subscribed after the event happened
+    Subscription.objects.filter(pk=later.pk).update(updated_at=event.occurred_at + timedelta(
+        seconds=1))
+    assert services.deliveries_catch_up(now=event.occurred_at + timedelta(minutes=1)) == 0
+    Subscription.objects.filter(pk=later.pk).update(updated_at=event.occurred_at - timedelta(
+        days=1))
+    assert services.deliveries_catch_up(now=event.occurred_at + timedelta(minutes=16)) == 0
+    assert services.deliveries_catch_up(now=event.occurred_at + timedelta(minutes=14)) == 1

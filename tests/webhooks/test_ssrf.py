@@ -196,3 +196,23 @@ def test_the_request_goes_to_the_checked_address_with_the_name_as_host(
     # Resolved once, by the check; the connection used that answer, not a second lookup.
     assert dns.lookups == ["hooks.example.com"]
     assert DeliveryAttempt.objects.get().remote_address == "127.0.0.1"
+
+
+def test_a_redirect_towards_a_private_address_is_not_followed(
+        kit, receiver, strict, monkeypatch, enqueued, django_capture_on_commit_callbacks):
+    """With the rules on, the receiver on 127.0.0.1 stands in for a public host (only that one
+    address is let through) and answers with a redirect to the cloud metadata address."""
+    from tests.fakes.webhook_receiver import Answer
+
+    strict.WEBHOOKS_ALLOW_HTTP = True
+    real_is_public = transport.is_public
+    monkeypatch.setattr(transport, "is_public", lambda address: str(address) == "127.0.0.1"
+                        or real_is_public(address))
+    delivery = _delivery_to(kit, receiver.url(), django_capture_on_commit_callbacks)
+    receiver.answer(Answer(status=307, headers={
+        "Location": "http://169.254.169.254/latest/meta-data/"}))
+    attempt = attempt_now(delivery)
+    assert not attempt.success and attempt.status_code == 307
+    assert attempt.error == "Redirect (307 to http://169.254.169.254/latest/meta-data/) not followed."
+    assert len(receiver.received) == 1
+    assert Delivery.objects.get().status == "waiting_retry"
