@@ -168,6 +168,8 @@ class _PinnedConnection(http.client.HTTPConnection):
         super().__init__(host, port, timeout=timeout)
         self._address = address
         self._tls = tls_context
+        # The Host header omits the port when it is the scheme's default.
+        self.default_port = 443 if tls_context is not None else 80
         self.raw_socket: socket.socket | None = None
 
     def connect(self) -> None:

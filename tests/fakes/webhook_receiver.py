@@ -8,6 +8,7 @@ never what the code under test believes it sent.
 from __future__ import annotations
 
 import contextlib
+import ssl
 import threading
 import time
 from collections import deque
@@ -33,14 +34,21 @@ class Received:
 
 
 class WebhookReceiver:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        """``tls``: a server context, to listen with HTTPS (``server_names`` records SNI)."""
         self.received: list[Received] = []
+        self.server_names: list[str | None] = []
         self._answers: deque[Answer] = deque()
         self.default = Answer()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            tls.sni_callback = lambda sock, name, ctx: self.server_names.append(name)
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -48,8 +56,8 @@ class WebhookReceiver:
     def port(self) -> int:
         return self._server.server_address[1]
 
-    def url(self, path: str = "/hooks") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+    def url(self, path: str = "/hooks", host: str = "127.0.0.1") -> str:
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def answer(self, *answers: Answer) -> None:
         """The next requests get these answers in order; later ones get ``default``."""

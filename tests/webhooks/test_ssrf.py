@@ -216,3 +216,69 @@ def test_a_redirect_towards_a_private_address_is_not_followed(
     assert attempt.error == "Redirect (307 to http://169.254.169.254/latest/meta-data/) not followed."
     assert len(receiver.received) == 1
     assert Delivery.objects.get().status == "waiting_retry"
+
+
+# --- TLS: the pinned address, the name's certificate -------------------------------------------
+
+def _self_signed(name: str) -> tuple[bytes, bytes]:
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+@pytest.fixture
+def tls_receiver(tmp_path):
+    import ssl
+
+    from tests.fakes.webhook_receiver import WebhookReceiver
+
+    cert, key = _self_signed("hooks.example.com")
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    fake = WebhookReceiver(tls=server)
+    fake.cert = cert
+    yield fake
+    fake.close()
+
+
+def test_https_goes_to_the_checked_address_with_the_names_sni_and_certificate(
+        kit, tls_receiver, dns, strict, monkeypatch, enqueued, django_capture_on_commit_callbacks):
+    import ssl
+
+    strict.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True  # 127.0.0.1 stands in for a public address
+    dns["hooks.example.com"] = ["127.0.0.1"]
+    delivery = _delivery_to(kit, tls_receiver.url(host="hooks.example.com"),
+                            django_capture_on_commit_callbacks)
+
+    # The certificate is checked against the name: an untrusted one fails the attempt.
+    attempt = attempt_now(delivery)
+    assert not attempt.success and "CERTIFICATE_VERIFY_FAILED" in attempt.error
+    assert tls_receiver.received == []
+
+    trusting = ssl.create_default_context(cadata=tls_receiver.cert.decode())
+    monkeypatch.setattr(transport, "_tls_context", lambda: trusting)
+    Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=delivery.created_at)
+    attempt = attempt_now(delivery)
+    assert attempt.success, attempt.error
+    (request,) = tls_receiver.received
+    assert tls_receiver.server_names[-1] == "hooks.example.com"
+    assert request.headers["host"] == f"hooks.example.com:{tls_receiver.port}"
+    assert v1_signature_ok(request)
