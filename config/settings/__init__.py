@@ -125,6 +125,8 @@ else:
     }
 # Under ASGI every request may run on another thread: persistent connections would leak.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# Celery workers' long-lived processes and threads keep theirs this long (config/celery.py).
+WORKER_DB_CONN_MAX_AGE = env_int("WORKER_DB_CONN_MAX_AGE", 60, minimum=0)
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 # Covering indexes (INCLUDE) are a PostgreSQL feature; SQLite builds the same indexes without
 # the extra columns, which is what we want there.
@@ -164,6 +166,9 @@ else:
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # An idle worker looks for new messages this often (kombu's default is every second):
+        # a webhook's first attempt should leave well within a second of its event.
+        "polling_interval": 0.1,
     }
 
 CELERY_TASK_IGNORE_RESULT = True
@@ -177,6 +182,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "apikeys.idempotency_keys_purge": {
         "task": "apikeys.tasks.idempotency_keys_purge", "schedule": 3600.0,
     },
+    "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 5.0},
+    "catch-up-webhook-fan-out": {"task": "webhooks.catch_up", "schedule": 60.0},
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -233,3 +240,12 @@ from .logging import *  # noqa: E402,F403
 
 AGENT_TIMEOUT_SECONDS = env_int("AGENT_TIMEOUT_SECONDS", 30, minimum=1)
 AGENT_MAX_RETRIES = env_int("AGENT_MAX_RETRIES", 2, minimum=0)
+
+# --- Webhooks (docs/webhooks.md) ------------------------------------------------------------
+
+# Receivers' URLs must be https and resolve to public addresses; these lift the two rules for
+# tests and local development only.
+WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
+WEBHOOKS_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", False)
+# How long a receiver has to answer, in seconds (the specification's 30).
+WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 30, minimum=1)
