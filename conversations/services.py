@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from analytics import rollups
 from analytics.events import emit
 from analytics.models import EventType
 from config.errors import NotFound, ServiceError
@@ -129,6 +130,7 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
         for m in reversed(conversation.messages.exclude(pk=message.pk)
                           .order_by("-sequence")[:HISTORY_LIMIT])
     ]
+    rollups.message_stored(conversation=conversation, message=message)
     silent = conversation.status == ConversationStatus.HANDED_OFF
     language = _language(inp, conversation, silent=silent)
     lead = conversation.lead
@@ -232,6 +234,7 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     conversation = (Conversation.objects.select_for_update().select_related("tenant", "lead")
                     .get(pk=opened.conversation_id))
     tenant = conversation.tenant
+    had_lead, was_handed_off = conversation.lead_id is not None, conversation.handoff is not None
     ctx = opened.ctx
     reading = signals.read(ctx.message)  # the deterministic net under any model
 
@@ -310,6 +313,8 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
             plan = replace(plan, next_question=missing[0])
 
     conversation.save()
+    rollups.conversation_changed(conversation=conversation, had_lead=had_lead,
+                                 was_handed_off=was_handed_off)
     return plan
 
 
@@ -383,6 +388,7 @@ def _book(conversation: Conversation, lead: Lead | None, token: str, plan: Plan,
         offer = scheduling.free_slots(tenant, conversation.livemode, now=now)
         conversation.offered_slots = [s.token for s in offer]
         return replace(plan, slot_unavailable=True, offer_slots=offer)
+    rollups.meeting_booked(lead=lead, at=meeting.created_at)
     if lead.status not in ("booked", "converted"):
         conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
     conversation.offered_slots = []
@@ -500,6 +506,7 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, con
     )
     if analysis.ends_conversation and conversation.status == ConversationStatus.ACTIVE:
         _end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left", now=now)
+    rollups.message_stored(conversation=conversation, message=message)
     return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan)
 
 
@@ -578,7 +585,11 @@ def conversations_expire_idle(*, now=None, batch: int = 500) -> int:
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
     """Deletes the conversation and its messages (its events stay in the log)."""
-    Conversation.objects.filter(pk=conversation.pk).delete()
+    current = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+    if current is None:
+        return
+    rollups.conversation_deleted(conversation=current)
+    current.delete()
 
 
 # --- driving a turn -----------------------------------------------------------------------
