@@ -370,7 +370,8 @@ def rollups_rebuild(*, tenant: Tenant, livemode: bool) -> None:
     # Journeys.
     leads = Lead.objects.filter(**scope)
     LeadJourney.objects.filter(lead__in=leads.values("pk")).delete()
-    capture = (Event.objects.filter(lead=OuterRef("pk"), type=EventType.LEAD_CREATED,
+    # Nested one level down (inside the conversation's subquery), hence the double OuterRef.
+    capture = (Event.objects.filter(lead=OuterRef(OuterRef("pk")), type=EventType.LEAD_CREATED,
                                     conversation_id__isnull=False)
                .order_by("occurred_at").values("conversation_id")[:1])
     first = {

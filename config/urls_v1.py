@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
+from analytics.api.v1 import AnalyticsViewSet
 from config.api.views import V1NotFoundView
 from conversations.api.v1 import ChatViewSet, ConversationViewSet
 from leads.api.v1 import LeadViewSet
@@ -29,6 +30,12 @@ routes = [
          name="v1-conversation"),
     path("api/v1/conversations/<str:id>/close", ConversationViewSet.as_view({"post": "close"}),
          name="v1-conversation-close"),
+    path("api/v1/analytics/overview", AnalyticsViewSet.as_view({"get": "overview"}),
+         name="v1-analytics-overview"),
+    path("api/v1/analytics/funnel", AnalyticsViewSet.as_view({"get": "funnel"}),
+         name="v1-analytics-funnel"),
+    path("api/v1/analytics/activity", AnalyticsViewSet.as_view({"get": "activity"}),
+         name="v1-analytics-activity"),
 ]
 
 urlpatterns = [
