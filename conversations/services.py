@@ -383,6 +383,7 @@ def _book(conversation: Conversation, lead: Lead | None, token: str, plan: Plan,
             meeting = Meeting.objects.create(
                 tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
                 starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
+                created_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
         offer = scheduling.free_slots(tenant, conversation.livemode, now=now)
