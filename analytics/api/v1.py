@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -57,18 +57,35 @@ class SummarySerializer(serializers.Serializer):
         help_text="qualifiedLeads times the tenant's estimated deal value, USD")
 
 
-class ComparedSerializer(serializers.Serializer):
-    value = serializers.FloatField(help_text="The figure over the comparison period")
-    change = serializers.FloatField(
-        allow_null=True, help_text="(current - earlier) / earlier; null when the earlier is 0")
+_COMPARED = {
+    "type": "object",
+    "properties": {
+        "value": {"type": "number", "description": "The figure over the comparison period"},
+        "change": {"type": "number", "nullable": True,
+                   "description": "(current - earlier) / earlier; null when the earlier is 0"},
+    },
+    "required": ["value", "change"],
+}
+_DATE = {"type": "string", "format": "date"}
 
 
-class ComparisonSerializer(serializers.Serializer):
-    period = PeriodSerializer()
-    totalConversations = ComparedSerializer()
-    totalLeads = ComparedSerializer()
-    qualifiedLeads = ComparedSerializer()
-    conversionRate = ComparedSerializer()
+# Spelled out rather than a nested serializer: a nullable reference (allOf + nullable) is not
+# read as nullable by every OpenAPI 3.0 tool.
+@extend_schema_field({
+    "type": "object",
+    "nullable": True,
+    "description": "null unless compareWith is given",
+    "properties": {
+        "period": {"type": "object", "properties": {"startDate": _DATE, "endDate": _DATE},
+                   "required": ["startDate", "endDate"]},
+        **{name: _COMPARED for name in ("totalConversations", "totalLeads", "qualifiedLeads",
+                                        "conversionRate")},
+    },
+    "required": ["period", "totalConversations", "totalLeads", "qualifiedLeads",
+                 "conversionRate"],
+})
+class ComparisonField(serializers.DictField):
+    pass
 
 
 class TimeSeriesItemSerializer(serializers.Serializer):
@@ -82,7 +99,7 @@ class TimeSeriesItemSerializer(serializers.Serializer):
 class OverviewSerializer(serializers.Serializer):
     period = PeriodSerializer()
     summary = SummarySerializer()
-    comparison = ComparisonSerializer(allow_null=True, help_text="null unless compareWith is given")
+    comparison = ComparisonField(allow_null=True)
     timeSeries = TimeSeriesItemSerializer(many=True)
 
 
