@@ -136,7 +136,8 @@ class ChannelDailyStat(models.Model):
     handed_off = models.IntegerField(default=0)
     messages = models.BigIntegerField(default=0)
     responses = models.BigIntegerField(default=0)  # agent replies directly after a visitor message
-    response_ms = models.BigIntegerField(default=0)  # their summed delays, in milliseconds
+    # Their summed delays in microseconds: exact integers, whoever adds them up.
+    response_us = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [

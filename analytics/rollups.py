@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, defaultdict
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -51,7 +51,7 @@ _V1_QUALIFIED = frozenset({"qualified", "booked"})
 _CONVERTED = "converted"
 
 _CHANNEL_COUNTERS = ("visitors", "conversations", "converted", "handed_off", "messages",
-                     "responses", "response_ms")
+                     "responses", "response_us")
 _LEAD_COUNTERS = ("created", "score_sum", "reached", "qualified", "booked", "converted")
 
 Key = tuple[Any, ...]
@@ -117,7 +117,7 @@ def _conversation_key(conversation: Any) -> tuple[uuid.UUID, bool, date, str, in
             conversation.channel, shard_of(conversation.pk))
 
 
-def _response_ms(message: Any) -> int | None:
+def _response_us(message: Any) -> int | None:
     """How long the agent took to answer, if ``message`` is an agent reply directly after a
     visitor message; None otherwise. A person's reply (``author`` set) is not the agent's."""
     if message.role != "assistant" or message.author_id is not None or message.sequence == 0:
@@ -129,7 +129,7 @@ def _response_ms(message: Any) -> int | None:
                 .values_list("role", "created_at").first())
     if previous is None or previous[0] != "user":
         return None
-    return max(0, round((message.created_at - previous[1]).total_seconds() * 1000))
+    return max(0, (message.created_at - previous[1]) // timedelta(microseconds=1))
 
 
 def message_stored(*, conversation: Any, message: Any) -> None:
@@ -138,9 +138,9 @@ def message_stored(*, conversation: Any, message: Any) -> None:
     if message.sequence == 0:
         counts.update(conversations=1, converted=int(conversation.lead_id is not None),
                       handed_off=int(conversation.handoff is not None))
-    delay = _response_ms(message)
+    delay = _response_us(message)
     if delay is not None:
-        counts.update(responses=1, response_ms=delay)
+        counts.update(responses=1, response_us=delay)
     _bump(ChannelDailyStat, _CHANNEL_KEY, _CHANNEL_COUNTERS, {_conversation_key(conversation): counts})
 
 
@@ -160,7 +160,7 @@ def conversation_deleted(*, conversation: Any) -> None:
     counts = Counter(
         conversations=-1, converted=-int(conversation.lead_id is not None),
         handed_off=-int(conversation.handoff is not None), messages=-conversation.message_count,
-        responses=-found["n"], response_ms=-_ms(found["total"]),
+        responses=-found["n"], response_us=-_us(found["total"]),
     )
     _bump(ChannelDailyStat, _CHANNEL_KEY, _CHANNEL_COUNTERS, {_conversation_key(conversation): counts})
 
@@ -179,13 +179,13 @@ def _responses(messages):
                                               output_field=DurationField())))
 
 
-def _ms(total: Any) -> int:
-    """A summed duration in milliseconds (a timedelta; SQLite may give microseconds)."""
+def _us(total: Any) -> int:
+    """A summed duration in microseconds (a timedelta; some backends give the integer)."""
     if total is None:
         return 0
     if isinstance(total, int | float):
-        return round(total / 1000)
-    return round(total.total_seconds() * 1000)
+        return int(total)
+    return total // timedelta(microseconds=1)
 
 
 # --- leads ----------------------------------------------------------------------------------
@@ -336,7 +336,7 @@ def rollups_rebuild(*, tenant: Tenant, livemode: bool) -> None:
     its first ``lead.qualified`` / ``lead.converted`` event, and Demo Booked at its first
     meeting. Everything is written to shard 0.
     """
-    from conversations.models import Conversation, Meeting, Message
+    from conversations.models import Conversation, Message
     from leads.models import Lead
 
     scope = {"tenant": tenant, "livemode": livemode}
@@ -355,12 +355,16 @@ def rollups_rebuild(*, tenant: Tenant, livemode: bool) -> None:
         rows[(g["day"], g["channel"])].update(
             conversations=g["n"], converted=g["with_lead"], handed_off=g["handed"],
             messages=g["messages"] or 0)
-    replies = (_responses(Message.objects.filter(**scope))
-               .annotate(day=TruncDate("conversation__started_at", tzinfo=UTC),
-                         channel=F("conversation__channel"))
-               .values("day", "channel").annotate(n=Count("pk"), total=Sum("delay")).order_by())
+    if connection.vendor == "postgresql":
+        replies = _pg_responses(tenant.pk, livemode)
+    else:
+        replies = (_responses(Message.objects.filter(**scope))
+                   .annotate(day=TruncDate("conversation__started_at", tzinfo=UTC),
+                             channel=F("conversation__channel"))
+                   .values("day", "channel").annotate(n=Count("pk"), total=Sum("delay"))
+                   .order_by())
     for g in replies:
-        rows[(g["day"], g["channel"])].update(responses=g["n"], response_ms=_ms(g["total"]))
+        rows[(g["day"], g["channel"])].update(responses=g["n"], response_us=_us(g["total"]))
     ChannelDailyStat.objects.filter(**scope).delete()
     ChannelDailyStat.objects.bulk_create(
         [ChannelDailyStat(**scope, day=day, channel=channel, shard=0,
@@ -370,25 +374,10 @@ def rollups_rebuild(*, tenant: Tenant, livemode: bool) -> None:
     # Journeys.
     leads = Lead.objects.filter(**scope)
     LeadJourney.objects.filter(lead__in=leads.values("pk")).delete()
-    # Nested one level down (inside the conversation's subquery), hence the double OuterRef.
-    capture = (Event.objects.filter(lead=OuterRef(OuterRef("pk")), type=EventType.LEAD_CREATED,
-                                    conversation_id__isnull=False)
-               .order_by("occurred_at").values("conversation_id")[:1])
-    first = {
-        "channel": Subquery(Conversation.objects.filter(pk=Subquery(capture))
-                            .values("channel")[:1]),
-        "qualified": Subquery(_first_event(EventType.LEAD_QUALIFIED)),
-        "converted": Subquery(_first_event(EventType.LEAD_CONVERTED)),
-        "booked": Subquery(Meeting.objects.filter(lead=OuterRef("pk")).order_by()
-                           .values("lead").annotate(m=Min("created_at")).values("m")[:1]),
-    }
-    found = (leads.annotate(**first)
-             .filter(Q(channel__isnull=False) | Q(qualified__isnull=False)
-                     | Q(converted__isnull=False) | Q(booked__isnull=False))
-             .values_list("pk", "channel", "qualified", "booked", "converted"))
-    LeadJourney.objects.bulk_create(
-        (LeadJourney(lead_id=pk, channel=channel or "", qualified_at=q, booked_at=b, converted_at=c)
-         for pk, channel, q, b, c in found.iterator(chunk_size=5000)), batch_size=5000)
+    if connection.vendor == "postgresql":
+        _pg_journeys(tenant.pk, livemode)
+    else:
+        _journeys(leads)
 
     # Lead stats.
     stats: dict[Key, Counter] = defaultdict(Counter)
@@ -411,6 +400,97 @@ def rollups_rebuild(*, tenant: Tenant, livemode: bool) -> None:
         [LeadDailyStat(**scope, day=day, source=source, channel=channel, shard=0,
                        **{name: counts.get(name, 0) for name in _LEAD_COUNTERS})
          for (day, source, channel), counts in stats.items()], batch_size=2000)
+
+
+def _journeys(leads) -> None:
+    """Every lead's journey, from its events and meetings (portable; see ``_pg_journeys``)."""
+    from conversations.models import Conversation, Meeting
+
+    # Nested one level down (inside the conversation's subquery), hence the double OuterRef.
+    capture = (Event.objects.filter(lead=OuterRef(OuterRef("pk")), type=EventType.LEAD_CREATED,
+                                    conversation_id__isnull=False)
+               .order_by("occurred_at").values("conversation_id")[:1])
+    first = {
+        "channel": Subquery(Conversation.objects.filter(pk=Subquery(capture))
+                            .values("channel")[:1]),
+        "qualified": Subquery(_first_event(EventType.LEAD_QUALIFIED)),
+        "converted": Subquery(_first_event(EventType.LEAD_CONVERTED)),
+        "booked": Subquery(Meeting.objects.filter(lead=OuterRef("pk")).order_by()
+                           .values("lead").annotate(m=Min("created_at")).values("m")[:1]),
+    }
+    found = (leads.annotate(**first)
+             .filter(Q(channel__isnull=False) | Q(qualified__isnull=False)
+                     | Q(converted__isnull=False) | Q(booked__isnull=False))
+             .values_list("pk", "channel", "qualified", "booked", "converted"))
+    LeadJourney.objects.bulk_create(
+        (LeadJourney(lead_id=pk, channel=channel or "", qualified_at=q, booked_at=b, converted_at=c)
+         for pk, channel, q, b, c in found.iterator(chunk_size=5000)), batch_size=5000)
+
+
+# The same two computations in one set-based statement each, for PostgreSQL, where the
+# per-row subqueries above would take minutes over millions of leads and messages. The suite
+# runs on both databases, so both forms are held to the raw figures.
+
+def _tables() -> dict[str, str]:
+    from conversations.models import Conversation, Meeting, Message
+    from leads.models import Lead
+
+    return {name: connection.ops.quote_name(model._meta.db_table) for name, model in (
+        ("lead", Lead), ("conversation", Conversation), ("message", Message),
+        ("meeting", Meeting), ("event", Event), ("journey", LeadJourney))}
+
+
+def _pg_responses(tenant_id: uuid.UUID, livemode: bool) -> list[dict[str, Any]]:
+    t = _tables()
+    sql = f"""
+        SELECT (c.started_at AT TIME ZONE 'UTC')::date AS day, c.channel, count(*) AS n,
+               sum(r.delay_us)::bigint AS total
+        FROM (
+            SELECT m.conversation_id, m.role, m.author_id,
+                   lag(m.role) OVER w AS previous_role,
+                   m.sequence - lag(m.sequence) OVER w AS gap,
+                   (extract(epoch FROM m.created_at - lag(m.created_at) OVER w) * 1000000)::bigint
+                       AS delay_us
+            FROM {t["message"]} m
+            WHERE m.tenant_id = %s AND m.livemode = %s
+            WINDOW w AS (PARTITION BY m.conversation_id ORDER BY m.sequence)
+        ) r
+        JOIN {t["conversation"]} c ON c.id = r.conversation_id
+        WHERE r.role = 'assistant' AND r.author_id IS NULL AND r.previous_role = 'user'
+              AND r.gap = 1
+        GROUP BY 1, 2"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant_id, livemode])
+        return [{"day": day, "channel": channel, "n": n, "total": total}
+                for day, channel, n, total in cursor.fetchall()]
+
+
+def _pg_journeys(tenant_id: uuid.UUID, livemode: bool) -> None:
+    t = _tables()
+    scope = "tenant_id = %s AND livemode = %s"
+
+    def first(type: str) -> str:
+        return (f"SELECT lead_id, min(occurred_at) AS at FROM {t['event']} "
+                f"WHERE {scope} AND type = '{type}' AND lead_id IS NOT NULL GROUP BY lead_id")
+
+    sql = f"""
+        INSERT INTO {t["journey"]} (lead_id, channel, qualified_at, booked_at, converted_at)
+        SELECT l.id, coalesce(c.channel, ''), q.at, b.at, v.at
+        FROM {t["lead"]} l
+        LEFT JOIN (SELECT DISTINCT ON (lead_id) lead_id, conversation_id FROM {t["event"]}
+                   WHERE {scope} AND type = '{EventType.LEAD_CREATED}' AND lead_id IS NOT NULL
+                         AND conversation_id IS NOT NULL
+                   ORDER BY lead_id, occurred_at) cap ON cap.lead_id = l.id
+        LEFT JOIN {t["conversation"]} c ON c.id = cap.conversation_id
+        LEFT JOIN ({first(EventType.LEAD_QUALIFIED)}) q ON q.lead_id = l.id
+        LEFT JOIN ({first(EventType.LEAD_CONVERTED)}) v ON v.lead_id = l.id
+        LEFT JOIN (SELECT lead_id, min(created_at) AS at FROM {t["meeting"]} WHERE {scope}
+                   GROUP BY lead_id) b ON b.lead_id = l.id
+        WHERE l.tenant_id = %s AND l.livemode = %s
+              AND (c.channel IS NOT NULL OR q.at IS NOT NULL OR b.at IS NOT NULL
+                   OR v.at IS NOT NULL)"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant_id, livemode] * 5)
 
 
 def _first_event(type: str):

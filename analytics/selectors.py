@@ -97,7 +97,7 @@ def buckets(period: Period, granularity: str) -> list[Period]:
 
 
 _CHANNEL_SUMS = ("visitors", "conversations", "converted", "handed_off", "messages",
-                 "responses", "response_ms")
+                 "responses", "response_us")
 _LEAD_SUMS = ("created", "score_sum", "reached", "qualified", "booked", "converted")
 
 
@@ -154,7 +154,7 @@ def analytics_overview(*, tenant: Tenant, livemode: bool, period: Period, granul
             "qualifiedLeads": n["qualified"],
             "conversionRate": _ratio(c["converted"], c["conversations"]),
             "avgLeadScore": _ratio(n["score_sum"], n["created"], 2),
-            "avgResponseTime": _ratio(c["response_ms"] / 1000, c["responses"], 3),
+            "avgResponseTime": _ratio(c["response_us"] / 1_000_000, c["responses"], 3),
             "avgMessagesPerConversation": _ratio(c["messages"], c["conversations"], 2),
             "handoffRate": _ratio(c["handed_off"], c["conversations"]),
             "totalRevenuePipeline": round(n["qualified"] * deal_value, 2),

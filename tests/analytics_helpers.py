@@ -45,7 +45,7 @@ def raw_channel_stats(tenant, livemode) -> dict:
         if (m.role == "assistant" and m.author_id is None and before is not None
                 and before.role == "user" and before.sequence == m.sequence - 1):
             out[key]["responses"] += 1
-            out[key]["response_ms"] += round((m.created_at - before.created_at).total_seconds() * 1000)
+            out[key]["response_us"] += (m.created_at - before.created_at) // timedelta(microseconds=1)
         previous[m.conversation_id] = m
     return _nonzero(out)
 
@@ -90,7 +90,7 @@ def _nonzero(rows: dict) -> dict:
 
 
 _CHANNEL = ("visitors", "conversations", "converted", "handed_off", "messages", "responses",
-            "response_ms")
+            "response_us")
 _LEAD = ("created", "score_sum", "reached", "qualified", "booked", "converted")
 
 

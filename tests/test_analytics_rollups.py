@@ -77,7 +77,7 @@ def test_services_keep_the_rollups_equal_to_the_raw_rows(api, kit, stranger):
     day1 = raw[(DAY1.date(), "api")]
     # The story really exercised every counter (a, deleted, no longer counts).
     assert day1["conversations"] == 2 and day1["converted"] == 1 and day1["handed_off"] == 1
-    assert day1["responses"] == 3 and day1["response_ms"] > 0
+    assert day1["responses"] == 3 and day1["response_us"] > 0
     assert raw[(DAY1.date(), "web_chat")]["visitors"] == 3
     leads = raw_lead_stats(kit.tenant, True)
     assert sum(c["booked"] for c in leads.values()) == 1

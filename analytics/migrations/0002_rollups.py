@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
                 ('handed_off', models.IntegerField(default=0)),
                 ('messages', models.BigIntegerField(default=0)),
                 ('responses', models.BigIntegerField(default=0)),
-                ('response_ms', models.BigIntegerField(default=0)),
+                ('response_us', models.BigIntegerField(default=0)),
                 ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenants.tenant')),
             ],
             options={
