@@ -576,7 +576,8 @@ def conversations_expire_idle(*, now=None, batch: int = 500) -> int:
     expired = 0
     for pk in ids:
         with transaction.atomic():
-            qs = Conversation.objects.select_for_update(skip_locked=True, of=("self",)).select_related("lead", "tenant")
+            qs = (Conversation.objects.select_for_update(skip_locked=True, of=("self",))
+                  .select_related("lead", "tenant"))
             current = qs.filter(pk=pk, status=ConversationStatus.ACTIVE,
                                 last_message_at__lt=cutoff).first()
             if current is None:

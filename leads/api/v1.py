@@ -17,11 +17,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
-from conversations.selectors import lead_conversation_count
 from config.api.fields import PrefixedIdField, TimestampField
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
+from conversations.selectors import lead_conversation_count
 
 from .. import presenters, selectors, services
 from ..models import Lead
