@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView
 
+from analytics.api.legacy import LegacyAnalyticsViewSet
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
 from conversations.api.legacy import LegacyConversationViewSet, PublicChatView
@@ -26,6 +27,12 @@ routes = [
          name="legacy-conversation"),
     path("api/leads/<str:id>/conversations",
          LegacyConversationViewSet.as_view({"get": "by_lead"}), name="legacy-lead-conversations"),
+    path("api/analytics/overview", LegacyAnalyticsViewSet.as_view({"get": "overview"}),
+         name="legacy-analytics-overview"),
+    path("api/analytics/funnel", LegacyAnalyticsViewSet.as_view({"get": "funnel"}),
+         name="legacy-analytics-funnel"),
+    path("api/analytics/activity", LegacyAnalyticsViewSet.as_view({"get": "activity"}),
+         name="legacy-analytics-activity"),
 ]
 
 urlpatterns = [

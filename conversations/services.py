@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from analytics import rollups
 from analytics.events import emit
 from analytics.models import EventType
 from config.errors import Conflict, FieldError, InvalidRequest, NotFound, ServiceError
@@ -131,6 +132,7 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
         for m in reversed(conversation.messages.exclude(pk=message.pk)
                           .order_by("-sequence")[:HISTORY_LIMIT])
     ]
+    rollups.message_stored(conversation=conversation, message=message)
     silent = conversation.status == ConversationStatus.HANDED_OFF
     if silent:
         # The person who has the conversation sees the visitor's message at once.
@@ -237,6 +239,7 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
                     .get(pk=opened.conversation_id))
     tenant = conversation.tenant
+    had_lead, was_handed_off = conversation.lead_id is not None, conversation.handoff is not None
     ctx = opened.ctx
     reading = signals.read(ctx.message)  # the deterministic net under any model
 
@@ -315,6 +318,8 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
             plan = replace(plan, next_question=missing[0])
 
     conversation.save()
+    rollups.conversation_changed(conversation=conversation, had_lead=had_lead,
+                                 was_handed_off=was_handed_off)
     return plan
 
 
@@ -383,11 +388,13 @@ def _book(conversation: Conversation, lead: Lead | None, token: str, plan: Plan,
             meeting = Meeting.objects.create(
                 tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
                 starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
+                created_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
         offer = scheduling.free_slots(tenant, conversation.livemode, now=now)
         conversation.offered_slots = [s.token for s in offer]
         return replace(plan, slot_unavailable=True, offer_slots=offer)
+    rollups.meeting_booked(lead=lead, at=meeting.created_at)
     if lead.status not in ("booked", "converted"):
         conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
     conversation.offered_slots = []
@@ -508,6 +515,7 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, con
     )
     if analysis.ends_conversation and conversation.status == ConversationStatus.ACTIVE:
         _end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left", now=now)
+    rollups.message_stored(conversation=conversation, message=message)
     return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan)
 
 
@@ -671,7 +679,11 @@ def conversations_expire_idle(*, now=None, batch: int = 500) -> int:
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
     """Deletes the conversation and its messages (its events stay in the log)."""
-    Conversation.objects.filter(pk=conversation.pk).delete()
+    current = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+    if current is None:
+        return
+    rollups.conversation_deleted(conversation=current)
+    current.delete()
 
 
 # --- driving a turn -----------------------------------------------------------------------

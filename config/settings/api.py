@@ -30,6 +30,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "V1LeadStatusEnum": "leads.vocabulary.V1_STATUSES",
         "LegacyLeadStatusEnum": "leads.vocabulary.LEGACY_STATUSES",
+        "FunnelStageEnum": "analytics.selectors.FUNNEL_STAGES",
     },
     "SCHEMA_PATH_PREFIX_TRIM": False,
     # Swagger UI's assets are served by the service itself: no third-party requests.
