@@ -431,7 +431,7 @@
     if (fresh) store("session", null);
     S.sessionId = load("session");
     var tenant = S.tenant;
-    fetch(BASE + "/api/widget?" + q({ tenant: tenant }), { mode: "cors", credentials: "omit" })
+    fetch(BASE + "/api/widget?" + q({ tenant: tenant, visitorId: S.visitorId }), { mode: "cors", credentials: "omit" })
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
       .then(function (config) {
         if (tenant !== S.tenant || S.destroyed) return;

@@ -12,6 +12,7 @@ from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from analytics.services import record_widget_visit
 from config.api.query import parse_query
 from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
@@ -28,6 +29,9 @@ SNAPSHOT_MESSAGES = 50
 
 class WidgetQuery(serializers.Serializer):
     tenant = serializers.CharField(max_length=40, help_text="The tenant's public id (data-tenant).")
+    visitorId = serializers.CharField(  # noqa: N815 - the query parameter's name
+        max_length=200, required=False,
+        help_text="The widget's visitor id: each visitor's first load of a day is a funnel visit.")
 
 
 class WidgetConfigSerializer(serializers.Serializer):
@@ -48,7 +52,14 @@ def _tenant(public_id: str) -> Tenant:
 
 
 class WidgetConfigView(PublicLegacyAPIView):
-    """``GET /api/widget?tenant=<public id>``: what the widget needs before it shows itself."""
+    """``GET /api/widget?tenant=<public id>&visitorId=``: what the widget needs before it shows
+    itself. A load that names its visitor counts in the analytics funnel's Visitors stage."""
+
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        public_id = request.GET.get("tenant", "")
+        return Tenant.objects.filter(public_id=public_id).first() if 0 < len(public_id) <= 40 else None
 
     @extend_schema(
         operation_id="legacy_widget_config",
@@ -59,6 +70,8 @@ class WidgetConfigView(PublicLegacyAPIView):
     def get(self, request):
         query = parse_query(request, WidgetQuery)
         tenant = _tenant(query["tenant"])
+        if query.get("visitorId"):
+            record_widget_visit(tenant=tenant, visitor_id=query["visitorId"], livemode=True)
         look = widget_look(tenant=tenant)
         response = Response({
             "tenant": tenant.public_id,
@@ -93,6 +106,8 @@ def _snapshot(conversation_id) -> dict[str, Any]:
 class ChatStreamView(PublicLegacyAPIView):
     """``GET /api/chat/stream?tenant=&sessionId=&visitorId=``: Server-Sent Events of one chat
     session, open as long as the visitor's page is."""
+
+    rate_limit_bucket = "public_chat"
 
     def perform_content_negotiation(self, request, force=False):
         renderer = JSONRenderer()  # errors are JSON whatever the Accept header (EventSource's)
