@@ -108,6 +108,14 @@ TEMPLATES = [
 
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_POOL", True):
+        # One psycopg pool per process: every request thread of daphne would otherwise hold a
+        # connection of its own, and a few hundred concurrent streams exhaust the server's.
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
+            "timeout": env_int("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1),
+        }
 else:
     DATABASES = {
         "default": {
