@@ -42,7 +42,7 @@ pytestmark = pytest.mark.bench
 
 TENANT_ID = uuid.UUID("00000000-0000-4000-8000-00000000be01")
 LEADS = 1_000_000
-RUNS = 25
+RUNS = 30
 WARMUP = 3
 
 ADJECTIVES = [
@@ -227,18 +227,22 @@ class Bench:
         return run
 
 
-def _timings(function: Callable[[], object]) -> list[float]:
+def _timings(*functions: Callable[[], object]) -> list[list[float]]:
+    """Samples of each function, taken in turns so that all see the same machine load."""
     started = time.perf_counter()
-    function()
+    for function in functions:
+        function()
     # Slow cases (seconds) get fewer runs, so that the whole benchmark stays in minutes.
-    runs = RUNS if time.perf_counter() - started < 0.3 else 5
+    runs = RUNS if time.perf_counter() - started < 0.5 else 5
     for _ in range(WARMUP - 1):
-        function()
-    samples = []
+        for function in functions:
+            function()
+    samples: list[list[float]] = [[] for _ in functions]
     for _ in range(runs):
-        started = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - started) * 1000)
+        for function, taken in zip(functions, samples, strict=True):
+            started = time.perf_counter()
+            function()
+            taken.append((time.perf_counter() - started) * 1000)
     return samples
 
 
@@ -253,9 +257,8 @@ def _case(bench: Bench, label: str, path: str) -> dict:
     small = bench.statements(path.replace("limit=100", "limit=10"))
     statements = bench.statements(path)
     assert len(small) == len(statements), (label, small, statements)
-    asgi = _timings(lambda: bench.get(path))
-    view = _timings(lambda: bench.call_view(path))
-    bare = _timings(bench.bare(statements))
+    asgi, view, bare = _timings(lambda: bench.get(path), lambda: bench.call_view(path),
+                                bench.bare(statements))
     bare_median = statistics.median(bare)
     result = {
         "case": label, "path": path, "queries": len(statements),
