@@ -299,6 +299,11 @@ SEARCH_CASES = [
 ]
 
 
+def test_baseline(bench):
+    """The fixed cost of any request: the smallest authenticated endpoint there is."""
+    _case(bench, "baseline: GET /api/v1/users?limit=1 (no users)", "/api/v1/users?limit=1")
+
+
 @pytest.mark.parametrize("label, path", LIST_CASES, ids=[c[0] for c in LIST_CASES])
 def test_list_first_page(bench, label, path):
     assert bench.get(path)["pagination"]["total"] > 0
