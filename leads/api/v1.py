@@ -208,8 +208,8 @@ class LeadViewSet(V1ViewSet):
         values["status"] = stored_from_v1(values["status"])
         lead = services.lead_create(**self.scope_kwargs(), **values)
         # A lead created through the API has no conversation yet: no need to count them.
-        body = presenters.v1_lead_detail(presenters.lead_row(lead), conversation_count=0)
-        return Response(body, status=201)
+        data = presenters.v1_lead_detail(presenters.lead_row(lead), conversation_count=0)
+        return Response(data, status=201)
 
     @extend_schema(
         operation_id="v1_leads_update",
