@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
+from analytics.api.v1 import AnalyticsViewSet
 from config.api.views import V1NotFoundView
 from conversations.api.v1 import ChatViewSet, ConversationViewSet
 from leads.api.v1 import LeadViewSet
@@ -39,6 +40,12 @@ routes = [
                                  "delete": "destroy"}), name="v1-webhook"),
     path("api/v1/webhooks/<str:id>/deliveries", WebhookViewSet.as_view({"get": "deliveries"}),
          name="v1-webhook-deliveries"),
+    path("api/v1/analytics/overview", AnalyticsViewSet.as_view({"get": "overview"}),
+         name="v1-analytics-overview"),
+    path("api/v1/analytics/funnel", AnalyticsViewSet.as_view({"get": "funnel"}),
+         name="v1-analytics-funnel"),
+    path("api/v1/analytics/activity", AnalyticsViewSet.as_view({"get": "activity"}),
+         name="v1-analytics-activity"),
 ]
 
 urlpatterns = [

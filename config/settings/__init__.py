@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from corsheaders.defaults import default_headers as default_cors_headers
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_int, env_list, env_str, env_url
@@ -140,6 +141,9 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "salesagent"),
+            # Every API request asks the cache for its rate limits: a Redis that hangs must fail
+            # fast (the limiter then fails open) instead of holding every request.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
     CHANNEL_LAYERS = {
@@ -175,6 +179,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Periodic sweepers.
 CELERY_BEAT_SCHEDULE: dict = {
     "expire-idle-conversations": {"task": "conversations.expire_idle", "schedule": 60.0},
+    "apikeys.idempotency_keys_purge": {
+        "task": "apikeys.tasks.idempotency_keys_purge", "schedule": 3600.0,
+    },
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 5.0},
     "catch-up-webhook-fan-out": {"task": "webhooks.catch_up", "schedule": 60.0},
 }
@@ -185,11 +192,21 @@ CELERY_TIMEZONE = "UTC"
 TRUST_X_FORWARDED_PROTO = env_bool("TRUST_X_FORWARDED_PROTO", False)
 if TRUST_X_FORWARDED_PROTO:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The client address of per-address rate limits: REMOTE_ADDR, or the last X-Forwarded-For entry
+# (the one the trusted proxy appended) when the service runs behind that proxy. A deployment that
+# trusts the proxy for the scheme trusts it for the address too, unless told otherwise.
+TRUST_X_FORWARDED_FOR = env_bool("TRUST_X_FORWARDED_FOR", TRUST_X_FORWARDED_PROTO)
 # The v1 surface is HTTPS only; the embedded default (DEBUG) allows plain HTTP on localhost.
 V1_REQUIRE_HTTPS = env_bool("V1_REQUIRE_HTTPS", not DEBUG)
 
 CORS_ALLOWED_ORIGINS = env_list("CORS_ALLOWED_ORIGINS")
 CORS_URLS_REGEX = r"^/(api|widget\.js).*$"
+# Browsers may send Idempotency-Key and read the rate-limit and replay headers.
+CORS_ALLOW_HEADERS = (*default_cors_headers, "idempotency-key")
+CORS_EXPOSE_HEADERS = [
+    "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-RateLimit-Policy",
+    "X-RateLimit-RetryAfter", "Retry-After", "Idempotent-Replayed", "X-Request-Id",
+]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 SESSION_COOKIE_HTTPONLY = True
@@ -216,6 +233,7 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 LOGIN_URL = "/admin/login/"
 
 from .api import *  # noqa: E402,F403
+from .limits import *  # noqa: E402,F403
 from .logging import *  # noqa: E402,F403
 
 # --- The agent ------------------------------------------------------------------------------

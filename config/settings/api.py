@@ -30,10 +30,16 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "V1LeadStatusEnum": "leads.vocabulary.V1_STATUSES",
         "LegacyLeadStatusEnum": "leads.vocabulary.LEGACY_STATUSES",
+        "FunnelStageEnum": "analytics.selectors.FUNNEL_STAGES",
     },
     "SCHEMA_PATH_PREFIX_TRIM": False,
     # Swagger UI's assets are served by the service itself: no third-party requests.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Rate-limit headers and 429 on every operation, Idempotency-Key on v1 POSTs.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.document_limits",
+    ],
 }
