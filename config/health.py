@@ -50,6 +50,8 @@ class HealthComponentSerializer(serializers.Serializer):
 
 
 class HealthView(PublicLegacyAPIView):
+    rate_limit_bucket = "public_health"
+
     @extend_schema(
         operation_id="legacy_health",
         auth=[],

@@ -9,6 +9,7 @@ from config.health import HealthView
 from conversations.api.legacy import LegacyConversationViewSet, PublicChatView
 from leads.api.legacy import LegacyAdminLeadViewSet, LegacyLeadViewSet
 from tenants.api.legacy import AdminAuthView
+from widget.api.legacy import ChatStreamView, WidgetConfigView
 
 routes = [
     path("api/health", HealthView.as_view(), name="legacy-health"),
@@ -20,6 +21,8 @@ routes = [
          LegacyLeadViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
          name="legacy-lead"),
     path("api/chat", PublicChatView.as_view(), name="legacy-chat"),
+    path("api/chat/stream", ChatStreamView.as_view(), name="legacy-chat-stream"),
+    path("api/widget", WidgetConfigView.as_view(), name="legacy-widget"),
     path("api/conversations/<str:id>", LegacyConversationViewSet.as_view({"get": "retrieve"}),
          name="legacy-conversation"),
     path("api/leads/<str:id>/conversations",

@@ -93,3 +93,35 @@ def stranger(db) -> TenantKit:
 
 def body(response: httpx.Response) -> Any:
     return jsonlib.loads(response.content)
+
+
+@pytest.fixture(autouse=True)
+def _no_requests_counted_yet():
+    """Every test starts with empty rate-limit counters: all tests come from the same client
+    address, and one test's requests must not use up the next one's budget."""
+    from config.ratelimit import get_store
+
+    get_store().clear()
+
+
+class Clock:
+    """The rate limiter's clock, frozen until a test moves it."""
+
+    # A minute boundary (1_800_000_000 is divisible by 60), plus a little.
+    START = 1_800_000_000 + 10.25
+
+    def __init__(self) -> None:
+        self.time = self.START
+
+    def __call__(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    frozen = Clock()
+    monkeypatch.setattr("config.ratelimit.core.now", frozen)
+    return frozen

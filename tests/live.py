@@ -51,8 +51,14 @@ def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
     return proc.stdout
 
 
+class Server(str):
+    """A live server's base URL, which also knows its process (to kill it like a crash would)."""
+
+    process: subprocess.Popen
+
+
 @contextlib.contextmanager
-def daphne(env: dict[str, str | None] | None = None) -> Iterator[str]:
+def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
     """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL."""
     port = free_port()
     proc = subprocess.Popen(
@@ -63,10 +69,34 @@ def daphne(env: dict[str, str | None] | None = None) -> Iterator[str]:
     )
     try:
         wait_for_port(port, proc=proc)
-        yield f"http://127.0.0.1:{port}"
+        server = Server(f"http://127.0.0.1:{port}")
+        server.process = proc
+        yield server
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def scratch_database(name: str) -> Iterator[str]:
+    """A fresh PostgreSQL database beside the one in ``DATABASE_URL``, for server processes that
+    must share one (the test run's own database is inside a test transaction); dropped after."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    url = urlsplit(os.environ["DATABASE_URL"])
+    admin = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -208,6 +208,7 @@ class AnalyticsViewSet(V1ViewSet):
 
     queryset = Event.objects.all()  # the activity feed; the other two read the rollups
     id_prefix = "evt"
+    rate_limit_bucket = "analytics"
 
     @extend_schema(
         operation_id="v1_analytics_overview",

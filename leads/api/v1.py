@@ -139,6 +139,7 @@ class LeadViewSet(V1ViewSet):
 
     queryset = Lead.objects.all()
     id_prefix = "lead"
+    rate_limit_bucket = {"create": "lead_create", "search": "lead_search"}
 
     @extend_schema(
         operation_id="v1_leads_list",
