@@ -1,4 +1,4 @@
-"""Reads of the event log and the analytics of both surfaces."""
+"""Reads of the analytics of both surfaces: the rollups and the event log's activity feed."""
 
 from __future__ import annotations
 
@@ -11,23 +11,11 @@ from typing import Any
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from leads.models import LeadDailyCount
+from leads.vocabulary import LEGACY_OF_STORED, LEGACY_STATUSES
 from tenants.models import Tenant
 
-from .models import Event
-
-
-def lead_conversation_count(*, lead_id: uuid.UUID) -> int:
-    """How many distinct conversations the event log ties to the lead.
-
-    Every conversation event of an identified visitor names its lead and conversation, so this
-    is the number of the lead's conversations that have produced an event. The chat issue,
-    which brings the conversations table, can count its rows instead; callers do not change.
-    """
-    return (
-        Event.objects.filter(lead_id=lead_id, conversation_id__isnull=False)
-        .values("conversation_id").distinct().count()
-    )
-
+from .models import ACTIVITY_TYPES, ChannelDailyStat, LeadDailyStat
 
 # --- analytics ------------------------------------------------------------------------------
 #
@@ -136,8 +124,6 @@ def _change(current: float, previous: float) -> float | None:
 def analytics_overview(*, tenant: Tenant, livemode: bool, period: Period, granularity: str = "day",
                        compare_with: str | None = None) -> dict[str, Any]:
     """The v1 overview: ``period``, ``summary``, ``comparison`` and ``timeSeries``."""
-    from .models import ChannelDailyStat, LeadDailyStat
-
     earlier = comparison_period(period, compare_with) if compare_with else None
     periods = [period] + ([earlier] if earlier else [])
     scope = {"tenant": tenant, "livemode": livemode}
@@ -181,8 +167,6 @@ def analytics_overview(*, tenant: Tenant, livemode: bool, period: Period, granul
 def analytics_funnel(*, tenant: Tenant, livemode: bool, period: Period, channel: str | None = None,
                      source: str | None = None) -> dict[str, Any]:
     """The v1 funnel: how many reached each stage during the period (docs/analytics.md)."""
-    from .models import ChannelDailyStat, LeadDailyStat
-
     scope = {"tenant": tenant, "livemode": livemode, "day__gte": period.start,
              "day__lte": period.end}
     chats = ChannelDailyStat.objects.filter(**scope)
@@ -221,8 +205,6 @@ def analytics_funnel(*, tenant: Tenant, livemode: bool, period: Period, channel:
 def activity_feed(events: QuerySet, *, types: list[str] | None = None,
                   lead_id: uuid.UUID | None = None, start: datetime, end: datetime) -> QuerySet:
     """Activity events (the caller's scoped Event queryset), newest first, id breaking ties."""
-    from .models import ACTIVITY_TYPES
-
     events = events.filter(type__in=sorted(types or ACTIVITY_TYPES),
                            occurred_at__gte=start, occurred_at__lte=end)
     if lead_id is not None:
@@ -234,8 +216,6 @@ def activity_feed(events: QuerySet, *, types: list[str] | None = None,
 
 def legacy_overview(*, tenant: Tenant, livemode: bool) -> dict[str, Any]:
     """All-time figures of the legacy overview (docs/analytics.md, "Legacy")."""
-    from .models import ChannelDailyStat, LeadDailyStat
-
     scope = {"tenant": tenant, "livemode": livemode}
     leads = LeadDailyStat.objects.filter(**scope).aggregate(
         created=Coalesce(Sum("created"), 0), reached=Coalesce(Sum("reached"), 0))
@@ -252,9 +232,6 @@ def legacy_overview(*, tenant: Tenant, livemode: bool) -> dict[str, Any]:
 def legacy_funnel(*, tenant: Tenant, livemode: bool) -> dict[str, int]:
     """Leads per current status, in the legacy vocabulary (several stored statuses share a
     legacy word: converted counts as booked, contacted as qualifying, lost as disqualified)."""
-    from leads.models import LeadDailyCount
-    from leads.vocabulary import LEGACY_OF_STORED, LEGACY_STATUSES
-
     funnel = dict.fromkeys(LEGACY_STATUSES, 0)
     rows = (LeadDailyCount.objects.filter(tenant=tenant, livemode=livemode)
             .values("status").annotate(n=Sum("count")).order_by())
@@ -268,8 +245,6 @@ LEGACY_ACTIVITY_DAYS = 30
 
 def legacy_activity(*, tenant: Tenant, livemode: bool, today: date) -> list[dict[str, Any]]:
     """Leads created on each of the last 30 UTC days (today included), oldest first."""
-    from leads.models import LeadDailyCount
-
     first = today - timedelta(days=LEGACY_ACTIVITY_DAYS - 1)
     counts = dict(LeadDailyCount.objects.filter(tenant=tenant, livemode=livemode, day__gte=first,
                                                 day__lte=today)
