@@ -40,6 +40,14 @@ class WidgetConfigSerializer(serializers.Serializer):
         "primaryColor": serializers.CharField(), "textColor": serializers.CharField()})
 
 
+def _tenant_in_query(request) -> Tenant | None:
+    """The tenant a widget request names (``?tenant=``), for its per-tenant rate limit."""
+    public_id = request.GET.get("tenant", "")
+    if not public_id or len(public_id) > 40:
+        return None
+    return Tenant.objects.filter(public_id=public_id).first()
+
+
 def _tenant(public_id: str) -> Tenant:
     tenant = Tenant.objects.filter(public_id=public_id).first()
     if tenant is None:
@@ -49,6 +57,12 @@ def _tenant(public_id: str) -> Tenant:
 
 class WidgetConfigView(PublicLegacyAPIView):
     """``GET /api/widget?tenant=<public id>``: what the widget needs before it shows itself."""
+
+    # docs/rate-limits.md: per client address and per tenant.
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
 
     @extend_schema(
         operation_id="legacy_widget_config",
@@ -93,6 +107,13 @@ def _snapshot(conversation_id) -> dict[str, Any]:
 class ChatStreamView(PublicLegacyAPIView):
     """``GET /api/chat/stream?tenant=&sessionId=&visitorId=``: Server-Sent Events of one chat
     session, open as long as the visitor's page is."""
+
+    # Opening the stream is a cheap read, once per page view (and per reconnection): it counts
+    # with the widget's requests, not against the chat's language-model budget.
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
 
     def perform_content_negotiation(self, request, force=False):
         renderer = JSONRenderer()  # errors are JSON whatever the Accept header (EventSource's)
