@@ -139,6 +139,7 @@ class LeadViewSet(V1ViewSet):
 
     queryset = Lead.objects.all()
     id_prefix = "lead"
+    # docs/rate-limits.md: POST /v1/leads and GET /v1/leads/search have limits of their own.
     rate_limit_bucket = {"create": "lead_create", "search": "lead_search"}
 
     @extend_schema(
