@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
 from conversations.api.legacy import LegacyConversationViewSet, PublicChatView
+from knowledge.api.legacy import LegacyDocumentViewSet
 from leads.api.legacy import LegacyAdminLeadViewSet, LegacyLeadViewSet
 from tenants.api.legacy import AdminAuthView
 
@@ -23,6 +24,12 @@ routes = [
          name="legacy-conversation"),
     path("api/leads/<str:id>/conversations",
          LegacyConversationViewSet.as_view({"get": "by_lead"}), name="legacy-lead-conversations"),
+    path("api/admin/knowledge-base",
+         LegacyDocumentViewSet.as_view({"get": "list", "post": "create"}),
+         name="legacy-knowledge-base"),
+    path("api/admin/knowledge-base/<str:id>",
+         LegacyDocumentViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+         name="legacy-knowledge-base-document"),
 ]
 
 urlpatterns = [

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from config.api.views import V1NotFoundView
 from conversations.api.v1 import ChatViewSet, ConversationViewSet
+from knowledge.api.v1 import DocumentViewSet
 from leads.api.v1 import LeadViewSet
 from tenants.api.v1 import UserViewSet
 
@@ -29,6 +30,11 @@ routes = [
          name="v1-conversation"),
     path("api/v1/conversations/<str:id>/close", ConversationViewSet.as_view({"post": "close"}),
          name="v1-conversation-close"),
+    path("api/v1/knowledge-base", DocumentViewSet.as_view({"get": "list", "post": "create"}),
+         name="v1-knowledge-base"),
+    path("api/v1/knowledge-base/<str:id>",
+         DocumentViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+         name="v1-knowledge-base-document"),
 ]
 
 urlpatterns = [
