@@ -48,3 +48,8 @@ def conversation_messages(conversation: Conversation, *, offset: int, limit: int
 def lead_conversations(queryset: QuerySet[Conversation], *, lead_id: uuid.UUID) -> QuerySet[Conversation]:
     """A lead's conversations, most recent first."""
     return queryset.filter(lead_id=lead_id).order_by("-last_message_at", "-id")
+
+
+def lead_conversation_count(*, lead_id: uuid.UUID) -> int:
+    """How many conversations the lead has had (its single read's ``conversationCount``)."""
+    return Conversation.objects.filter(lead_id=lead_id).count()

@@ -73,6 +73,7 @@ QUALIFYING_FLOW = ("need", "timeline", "budget", "authority")  # the order quest
 NO_QUESTION_INTENTS = {"greeting", "goodbye", "human_request", "support", "booking", "contact_info"}
 EMAIL_WORTHY = {"demo_request", "purchase_intent", "pricing", "booking"}
 OPEN_LEAD_STATUSES = {"new", "qualifying", "contacted", "nurturing"}
+MEETING_BOOKED = "meeting_booked"  # the signal that records a booking in this conversation
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
     now = timezone.now()
     conversation = _session_for(inp, now=now)
     message = _append(conversation, role=Role.USER, content=inp.message, now=now)
+    conversation.save()
     emit(
         tenant=inp.tenant, livemode=inp.livemode, type=EventType.MESSAGE_RECEIVED,
         lead=conversation.lead, conversation_id=conversation.pk,
@@ -144,10 +146,11 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
             status=lead.status, score=lead.score),
         known_contact=_known_contact(conversation),
         signals=frozenset(conversation.signals),
-        slots=[] if silent or inp.tenant.booking_url else
-        scheduling.free_slots(inp.tenant, inp.livemode, now=now),
+        # The slots offered last turn, which the visitor may now choose among.
+        slots=[] if silent else [scheduling.make_slot(inp.tenant, start) for start in
+                                 map(scheduling.parse_token, conversation.offered_slots) if start],
         booking_url=inp.tenant.booking_url,
-        meeting_booked=conversation.meetings.filter(status=MeetingStatus.SCHEDULED).exists(),
+        meeting_booked=MEETING_BOOKED in conversation.signals,
     )
     return OpenedTurn(conversation_id=conversation.pk, user_message_id=message.pk,
                       reply_id=uuid.uuid4(), silent=silent, ctx=ctx)
@@ -156,7 +159,7 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
 def _session_for(inp: TurnInput, *, now) -> Conversation:
     """The visitor's session to continue, or a new one (docs/conversations.md, "Sessions")."""
     if inp.session_id is not None:
-        current = (Conversation.objects.select_for_update().select_related("lead")
+        current = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
                    .filter(pk=inp.session_id, tenant=inp.tenant, livemode=inp.livemode,
                            visitor_id=inp.visitor_id).first())
         if current is None:
@@ -202,7 +205,6 @@ def _append(conversation: Conversation, *, role: str, content: str, now, **field
     )
     conversation.message_count += 1
     conversation.last_message_at = now
-    conversation.save()
     return message
 
 
@@ -229,7 +231,7 @@ def _known_contact(conversation: Conversation) -> Contact:
 def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     """Applies what the visitor's message meant; returns what the reply must say."""
     now = timezone.now()
-    conversation = (Conversation.objects.select_for_update().select_related("tenant", "lead")
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
                     .get(pk=opened.conversation_id))
     tenant = conversation.tenant
     ctx = opened.ctx
@@ -250,14 +252,14 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     lead, captured = _capture_lead(conversation, contact)
     plan = replace(plan, lead_captured=captured)
 
-    booked = conversation.meetings.filter(status=MeetingStatus.SCHEDULED).first()
+    booked = MEETING_BOOKED in seen
     slot_token = analysis.chosen_slot or reading.slot_token
-    if slot_token and booked is None:
+    if slot_token and not booked:
         plan = _book(conversation, lead, slot_token, plan, now=now)
         if plan.booked_slot:
-            seen.add("meeting_booked")
+            seen.add(MEETING_BOOKED)
             booked = True
-    elif analysis.wants_meeting and booked is None:
+    elif analysis.wants_meeting and not booked:
         if tenant.booking_url:
             plan = replace(plan, booking_url=tenant.booking_url)
         else:
@@ -465,7 +467,7 @@ def _hand_off(conversation: Conversation, handoff: Handoff, *, now) -> None:
 def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, content: str,
                cited: list[Passage], interrupted: bool = False) -> TurnOutcome:
     now = timezone.now()
-    conversation = (Conversation.objects.select_for_update().select_related("tenant")
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant")
                     .get(pk=opened.conversation_id))
     handoff = plan.handoff.as_dict() if plan and plan.handoff else None
     message = _append(
@@ -477,7 +479,8 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, con
     )
     contact = Contact(**{k: v for k, v in conversation.contact.items()
                          if k in Contact.__dataclass_fields__})
-    meeting = conversation.meetings.filter(status=MeetingStatus.SCHEDULED).first()
+    meeting = (conversation.meetings.filter(status=MeetingStatus.SCHEDULED).first()
+               if MEETING_BOOKED in conversation.signals else None)
     conversation.subject = (analysis.subject
                             or builtin_summary.subject(conversation.intents, contact))[:200]
     conversation.summary = analysis.summary or builtin_summary.summary(
@@ -544,7 +547,7 @@ def _end(conversation: Conversation, *, status: str, reason: str, now) -> None:
 @transaction.atomic
 def conversation_close(*, conversation: Conversation, reason: str = "closed") -> Conversation:
     """Closes an active or handed-off conversation; closing an ended one changes nothing."""
-    current = Conversation.objects.select_for_update().select_related("lead", "tenant").get(
+    current = Conversation.objects.select_for_update(of=("self",)).select_related("lead", "tenant").get(
         pk=conversation.pk)
     if current.is_open:
         _end(current, status=ConversationStatus.CLOSED, reason=reason, now=timezone.now())
@@ -565,7 +568,7 @@ def conversations_expire_idle(*, now=None, batch: int = 500) -> int:
     expired = 0
     for pk in ids:
         with transaction.atomic():
-            qs = Conversation.objects.select_for_update(skip_locked=True).select_related("lead", "tenant")
+            qs = Conversation.objects.select_for_update(skip_locked=True, of=("self",)).select_related("lead", "tenant")
             current = qs.filter(pk=pk, status=ConversationStatus.ACTIVE,
                                 last_message_at__lt=cutoff).first()
             if current is None:
@@ -589,9 +592,15 @@ def _silent_analysis(ctx: TurnContext) -> Analysis:
     return Analysis(intent=intent, confidence=confidence)
 
 
-async def run_turn(inp: TurnInput, provider: Provider) -> TurnOutcome:
-    """One whole turn, for a non-streaming request."""
-    opened = await sync_to_async(turn_open)(inp)
+async def run_turn(opened: OpenedTurn, provider: Provider) -> TurnOutcome:
+    """The rest of a turn that ``turn_open`` began, for a non-streaming request."""
+    try:
+        return await _run_turn(opened, provider)
+    finally:
+        await provider.close()
+
+
+async def _run_turn(opened: OpenedTurn, provider: Provider) -> TurnOutcome:
     if opened.silent:
         analysis = _silent_analysis(opened.ctx)
         return await sync_to_async(turn_close)(
@@ -605,10 +614,13 @@ async def run_turn(inp: TurnInput, provider: Provider) -> TurnOutcome:
                                            content="".join(parts), cited=cited)
 
 
-async def stream_turn(inp: TurnInput, provider: Provider) -> AsyncIterator[tuple[str, dict]]:
-    """One turn as Server-Sent Events: ``message_start``, ``content_delta``…, ``message_end``
-    (or ``error``). If the client goes away, generation stops and what was produced is kept."""
-    opened = await sync_to_async(turn_open)(inp)
+async def stream_turn(opened: OpenedTurn, provider: Provider) -> AsyncIterator[tuple[str, dict]]:
+    """The rest of a turn that ``turn_open`` began, as Server-Sent Events: ``message_start``,
+    ``content_delta``…, ``message_end`` (or ``error``). If the client goes away, generation stops
+    and what was produced is kept.
+
+    ``turn_open`` runs before the stream starts, so that its failures (an unknown session) are
+    ordinary error responses rather than a broken stream."""
     # Ids are UUIDs here; each surface's view shows them in its own form.
     yield "message_start", {"id": opened.reply_id, "sessionId": opened.conversation_id}
     analysis = _silent_analysis(opened.ctx)
@@ -649,6 +661,7 @@ async def stream_turn(inp: TurnInput, provider: Provider) -> AsyncIterator[tuple
         if not finished:
             # The client went away (the task is being cancelled): keep what was produced.
             await asyncio.shield(_save_partial(opened, analysis, plan, parts, cited))
+        await provider.close()
 
 
 async def _save_partial(opened: OpenedTurn, analysis: Analysis, plan: Plan | None,

@@ -143,3 +143,12 @@ def test_the_legacy_public_chat_streams_the_same_events(stack, fake):
     assert names[0] == "message_start" and names[-1] == "message_end"
     assert len(frames[0][1]["sessionId"]) == 36  # the legacy surface shows UUIDs
     assert frames[-1][1]["events"] == []
+
+
+def test_a_bad_session_is_a_json_error_before_any_stream(stack, fake):
+    with stream(stack, "Hi", sessionId="sess_" + "0" * 32) as r:
+        r.read()
+    assert r.status_code == 404
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["error"]["code"] == "not_found"
+    assert fake.requests == []

@@ -162,3 +162,12 @@ def test_chat_session_object(api, kit, stranger):
     assert api.get(f"/api/v1/chat/sessions/{sid}", headers=stranger.auth("read")).status_code == 404
     conv = sid.replace("sess_", "conv_")
     assert api.get(f"/api/v1/chat/sessions/{conv}", headers=kit.auth("read")).status_code == 404
+
+
+def test_the_leads_conversation_count_and_last_intent(api, kit):
+    chat(api, kit, "Hi, I'm cc@cc.com", visitor="one")
+    chat(api, kit, "cc@cc.com again, how much does it cost?", visitor="two")
+    lead_id = api.get(LIST, headers=kit.auth("read")).json()["data"][0]["leadId"]
+    lead = api.get(f"/api/v1/leads/{lead_id}", headers=kit.auth("read")).json()
+    assert lead["conversationCount"] == 2
+    assert lead["lastIntent"] == "pricing"

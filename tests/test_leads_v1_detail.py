@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from analytics.events import emit
 from analytics.models import Event
+from conversations.models import Conversation
 from leads.models import Lead, LeadDailyCount
 from leads.services import lead_update
 from tests.factories import UserFactory, make_lead
@@ -21,10 +19,10 @@ def test_retrieve_adds_conversation_count_last_intent_and_assignee(api, kit):
     rep = UserFactory(tenant=kit.tenant)
     lead = make_lead(kit, name="Ada", assigned_to_id=rep.pk, tags=["vip"])
     lead_update(lead=lead, changes={"last_intent": "pricing"})
-    conversations = [uuid.uuid4(), uuid.uuid4()]
-    for conversation in [*conversations, conversations[0]]:
-        emit(tenant=kit.tenant, livemode=True, type="conversation.started", lead=lead,
-             conversation_id=conversation, description="chat", data={})
+    for visitor in ("v1", "v2"):
+        Conversation.objects.create(tenant=kit.tenant, livemode=True, lead=lead, visitor_id=visitor)
+    # Another lead's and the other mode's conversations do not count.
+    Conversation.objects.create(tenant=kit.tenant, livemode=True, visitor_id="v3")
     r = api.get(_url(lead), headers=kit.auth("read"))
     assert r.status_code == 200
     body = r.json()

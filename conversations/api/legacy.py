@@ -21,12 +21,12 @@ from conversations import presenters
 from conversations.agent.providers import provider_for
 from conversations.models import LEGACY_STATUS, Channel, Conversation
 from conversations.selectors import lead_conversations
-from conversations.services import TurnInput, run_turn, stream_turn
+from conversations.services import TurnInput, run_turn, stream_turn, turn_open
 from leads.models import Lead
 from leads.vocabulary import LEGACY_OF_STORED
 from tenants.models import Tenant
 
-from .sse import EventStreamRenderer, event_stream
+from .sse import event_stream
 from .v1 import (
     SESSION_MESSAGE_CAP,
     ChatRequestSerializer,
@@ -189,10 +189,9 @@ def legacy_stream_shape(event: str, data: dict) -> dict:
 class PublicChatView(PublicLegacyAPIView):
     """``POST /api/chat``: the widget's chat, public, on the tenant's live data."""
 
-    renderer_classes = [JSONRenderer, EventStreamRenderer]
-
     def perform_content_negotiation(self, request, force=False):
-        return super().perform_content_negotiation(request, force=True)
+        renderer = JSONRenderer()  # errors are JSON whatever the Accept header
+        return renderer, renderer.media_type
 
     @extend_schema(
         operation_id="legacy_chat",
@@ -227,7 +226,8 @@ class PublicChatView(PublicLegacyAPIView):
             session_id=data.get("sessionId"), channel=Channel.WEB_CHAT,
             language=data.get("language"), metadata=data["metadata"], request_meta=request_metadata(request),
         )
+        opened = turn_open(turn)
         if data["stream"]:
-            return event_stream(stream_turn(turn, provider), legacy_stream_shape)
-        outcome = async_to_sync(run_turn)(turn, provider)
+            return event_stream(stream_turn(opened, provider), legacy_stream_shape)
+        outcome = async_to_sync(run_turn)(opened, provider)
         return Response(legacy_chat_response(outcome, data["visitorId"]))

@@ -8,19 +8,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from django.http import StreamingHttpResponse
-from rest_framework.renderers import BaseRenderer
-
-
-class EventStreamRenderer(BaseRenderer):
-    """Lets ``Accept: text/event-stream`` pass content negotiation; the stream itself is a
-    StreamingHttpResponse, and errors before it starts are JSON."""
-
-    media_type = "text/event-stream"
-    format = "sse"
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return json.dumps(data).encode()
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:

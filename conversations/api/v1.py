@@ -31,9 +31,10 @@ from conversations.services import (
     conversation_delete,
     run_turn,
     stream_turn,
+    turn_open,
 )
 
-from .sse import EventStreamRenderer, event_stream
+from .sse import event_stream
 
 MAX_METADATA_KEYS = 50
 MAX_METADATA_BYTES = 8 * 1024
@@ -211,11 +212,11 @@ class ChatViewSet(V1ViewSet):
     queryset = Conversation.objects.all()
     id_prefix = "sess"
     lookup_url_kwarg = "sessionId"
-    renderer_classes = [JSONRenderer, EventStreamRenderer]
-
     def perform_content_negotiation(self, request, force=False):
-        # Whatever the Accept header, errors are JSON; the stream is its own response.
-        return super().perform_content_negotiation(request, force=True)
+        # Whatever the Accept header (text/event-stream for a stream), errors are JSON; the
+        # stream itself is its own response.
+        renderer = JSONRenderer()
+        return renderer, renderer.media_type
 
     @extend_schema(
         operation_id="v1_chat",
@@ -239,9 +240,10 @@ class ChatViewSet(V1ViewSet):
             message=data["message"], session_id=data.get("sessionId"), channel=Channel.API,
             language=data.get("language"), metadata=data["metadata"], request_meta=request_metadata(request),
         )
+        opened = turn_open(turn)
         if data["stream"]:
-            return event_stream(stream_turn(turn, provider), v1_stream_shape)
-        outcome = async_to_sync(run_turn)(turn, provider)
+            return event_stream(stream_turn(opened, provider), v1_stream_shape)
+        outcome = async_to_sync(run_turn)(opened, provider)
         return Response(chat_response(outcome, data["visitorId"]))
 
     @extend_schema(operation_id="v1_chat_session", responses={200: SessionSerializer,

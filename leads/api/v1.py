@@ -17,7 +17,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
-from analytics.selectors import lead_conversation_count
+from conversations.selectors import lead_conversation_count
 from config.api.fields import PrefixedIdField, TimestampField
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors

@@ -18,3 +18,7 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     def reply(self, ctx: TurnContext, analysis: Analysis, plan: Plan) -> AsyncIterator[str]:
         """The reply as text chunks, in the order the visitor should read them."""
+
+    async def close(self) -> None:  # noqa: B027 - deliberately optional for providers
+        """Releases what the provider holds for the turn (connections); nothing by default."""
+        return None

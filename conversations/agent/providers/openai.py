@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import ssl
 from collections.abc import AsyncIterator
+from functools import lru_cache
 from typing import Any
 
 import openai
@@ -68,17 +70,28 @@ RECORD_TURN = {
 _SECRET = re.compile(r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-)?[A-Za-z0-9_\-]{8,}|\bat_[A-Za-z0-9_\-]{20,}")
 
 
+@lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes ~80 ms; every client of every turn shares one context.
+    return ssl.create_default_context()
+
+
 class OpenAIProvider(Provider):
     name = "openai"
 
     def __init__(self, *, api_key: str, model: str, base_url: str | None = None):
         self.model = model
+        # A client per turn: its connection pool belongs to the event loop that uses it.
         self.client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
             timeout=settings.AGENT_TIMEOUT_SECONDS,
             max_retries=settings.AGENT_MAX_RETRIES,
+            http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
         )
+
+    async def close(self) -> None:
+        await self.client.close()
 
     async def analyze(self, ctx: TurnContext) -> Analysis:
         messages = [
@@ -111,14 +124,18 @@ class OpenAIProvider(Provider):
             stream = await self.client.chat.completions.create(
                 model=self.model, messages=messages, stream=True, temperature=0.3,
             )
-            async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta.content
-                if delta:
-                    safe = redactor.feed(delta)
-                    if safe:
-                        yield safe
+            try:
+                async for chunk in stream:
+                    if not chunk.choices:
+                        continue
+                    delta = chunk.choices[0].delta.content
+                    if delta:
+                        safe = redactor.feed(delta)
+                        if safe:
+                            yield safe
+            finally:
+                # Also when the visitor went away: the model stops generating for nobody.
+                await stream.close()
         except Exception as exc:
             raise _provider_error(exc) from exc
         rest = redactor.flush()

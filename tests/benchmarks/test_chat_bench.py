@@ -1,0 +1,120 @@
+"""Chat speed (``make bench``): the service's own time per turn, the time to the first SSE byte,
+and 200 concurrent streaming chats on one daphne process.
+
+"Own time" is measured with providers that answer at once: the builtin agent (no network at
+all), and the OpenAI provider against the fake server answering immediately (two loopback HTTP
+round trips included, reported separately).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+
+import httpx
+import pytest
+
+from tenants.services import tenant_set_agent
+from tests.fakes.openai_server import FakeOpenAI
+from tests.live import daphne, manage
+
+TURNS = 200
+
+
+def _report(name: str, samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    figures = {
+        "median_ms": round(statistics.median(ordered) * 1000, 2),
+        "p95_ms": round(ordered[int(len(ordered) * 0.95) - 1] * 1000, 2),
+        "n": len(ordered),
+    }
+    print(f"\n{name}: {figures}")
+    return figures
+
+
+@pytest.mark.django_db
+def test_own_time_per_turn_builtin(api, kit):
+    session = None
+    samples = []
+    messages = ["Hi", "How much does it cost?", "We need it this quarter", "I'm the CTO",
+                "Can we book a demo?", "What integrations do you have?"]
+    for i in range(TURNS):
+        body = {"message": messages[i % len(messages)], "visitorId": f"bench-{i // 6}"}
+        if session and i % 6:
+            body["sessionId"] = session
+        started = time.perf_counter()
+        r = api.post("/api/v1/chat", json=body, headers=kit.auth("write"))
+        samples.append(time.perf_counter() - started)
+        assert r.status_code == 200
+        session = r.json()["sessionId"]
+    figures = _report("chat turn, builtin agent (in-process ASGI)", samples)
+    assert figures["median_ms"] < 100
+
+
+@pytest.mark.django_db
+def test_own_time_per_turn_openai_fake(api, kit, settings):
+    fake = FakeOpenAI()
+    try:
+        settings.AGENT_MAX_RETRIES = 0
+        tenant_set_agent(tenant=kit.tenant, provider="openai", model="m", api_key="k",
+                         base_url=fake.base_url)
+        fake.reply = "Sure, happy to help with that."
+        samples = []
+        for i in range(TURNS // 2):
+            started = time.perf_counter()
+            r = api.post("/api/v1/chat", json={"message": "Hi", "visitorId": f"v{i}"},
+                         headers=kit.auth("write"))
+            samples.append(time.perf_counter() - started)
+            assert r.status_code == 200
+        _report("chat turn, OpenAI provider on a fake answering at once (2 loopback calls)", samples)
+    finally:
+        fake.close()
+
+
+EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
+            "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0"}
+
+
+def test_first_byte_and_200_concurrent_streams(tmp_path):
+    """Through one daphne process on the embedded default (SQLite), builtin agent."""
+    env = {**EMBEDDED, "VAR_DIR": str(tmp_path)}
+    manage("migrate", "--noinput", env=env)
+    created = json.loads(manage("create_tenant", "Bench", "--plan", "enterprise", "--json", env=env))
+    key = created["keys"]["live"]["write"]
+    with daphne(env) as base:
+        headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
+
+        async def one(client: httpx.AsyncClient, i: int) -> tuple[float, float]:
+            started = time.perf_counter()
+            first = None
+            async with client.stream("POST", f"{base}/api/v1/chat", headers=headers, json={
+                    "message": "Hi, how much does it cost?", "visitorId": f"s{i}",
+                    "stream": True}) as r:
+                assert r.status_code == 200
+                body = b""
+                async for chunk in r.aiter_bytes():
+                    if first is None:
+                        first = time.perf_counter() - started
+                    body += chunk
+            assert b"event: message_end" in body
+            return first, time.perf_counter() - started
+
+        async def sequential() -> list[float]:
+            async with httpx.AsyncClient(timeout=60) as client:
+                return [(await one(client, i))[0] for i in range(50)]
+
+        async def concurrent(n: int) -> tuple[list[tuple[float, float]], float]:
+            limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+            async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+                started = time.perf_counter()
+                results = await asyncio.gather(*(one(client, 1000 + i) for i in range(n)))
+                return results, time.perf_counter() - started
+
+        _report("time to first SSE byte (sequential, daphne, builtin)", asyncio.run(sequential()))
+        results, wall = asyncio.run(concurrent(200))
+        assert len(results) == 200
+        _report("200 concurrent streams: time to first byte", [r[0] for r in results])
+        _report("200 concurrent streams: time to completion", [r[1] for r in results])
+        print(f"200 concurrent streams: all completed in {wall:.2f} s")
