@@ -2,10 +2,13 @@
 
 - PostgreSQL: ``knowledge_chunk.search`` (tsvector, GIN index), written with each document's
   text-search configuration (ISO 639-1 mapped to a configuration such as ``english``;
-  ``simple`` when there is none) and ranked with ``ts_rank_cd``.
+  ``simple`` when there is none), and ``TermFrequency``, how many chunks hold each lexeme.
+  A query gathers at most ``CANDIDATES`` chunks, from its most selective terms first, and
+  ranks them by the inverse document frequency of the terms they hold plus ``ts_rank_cd``.
 - SQLite: the FTS5 table ``knowledge_chunk_fts`` (Porter stemmer), ranked with ``bm25``.
 
-Both are written only here, by the services, in the transaction that writes the chunks.
+Both are written only here (``store_chunks``, ``unindex_document_chunks``), by the services,
+in the transactions that write and delete the chunks.
 
 A visitor's message becomes a query in the same way on both: its words minus stopwords and
 chat filler, at most ``MAX_TERMS`` of them. One or two terms match any chunk containing one of
@@ -15,6 +18,7 @@ them; three or more need at least two in the same chunk, so that a single common
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 import uuid
@@ -26,11 +30,15 @@ from django.db import connection
 
 from tenants.models import Tenant
 
-from .models import Document, DocumentStatus
+from .chunking import ChunkText
+from .models import Chunk, Document, DocumentStatus
 from .stopwords import STOPWORDS
 
 MAX_TERMS = 8
 MAX_QUERY_CHARS = 1_000
+# PostgreSQL: the rarest terms that take part, and the most chunks ranked for one query.
+RARE_TERMS = 6
+CANDIDATES = 100
 
 # ISO 639-1 -> PostgreSQL text-search configuration (those PostgreSQL ships; a configuration
 # that the server lacks falls back to "simple").
@@ -80,18 +88,50 @@ def _db(field_owner, value):
     return field_owner._meta.pk.get_db_prep_value(value, connection)
 
 
-def index_document_chunks(*, document_id: uuid.UUID, config: str) -> None:
-    """Indexes the document's freshly stored chunks. Runs in the storing transaction."""
+def _lock_tenant_terms(cursor, tenant_id: uuid.UUID, livemode: bool) -> None:
+    """Serialises the term-count writes of one tenant and mode until the transaction ends, so
+    that two documents indexed or deleted at once cannot deadlock on the same lexemes."""
+    cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                   [f"knowledge-terms:{tenant_id}:{int(livemode)}"])
+
+
+def store_chunks(*, document_id: uuid.UUID, tenant_id: uuid.UUID, livemode: bool, config: str,
+                 chunks: list[ChunkText]) -> None:
+    """Stores a document's chunks and indexes them. Runs in the transaction that makes the
+    document ready."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
+            # One INSERT that computes each tsvector as the row is written: no second write of
+            # every row (and of its index entries) to add the tsvector afterwards.
+            for start in range(0, len(chunks), 1000):
+                batch = chunks[start:start + 1000]
+                cursor.execute(
+                    "INSERT INTO knowledge_chunk "
+                    "(document_id, tenant_id, livemode, position, heading, text, search_config, search) "
+                    "SELECT %s, %s, %s, x.position, x.heading, x.text, %s, "
+                    "setweight(to_tsvector(%s::regconfig, x.heading), 'A') || "
+                    "setweight(to_tsvector(%s::regconfig, x.text), 'B') "
+                    "FROM unnest(%s::integer[], %s::text[], %s::text[]) AS x(position, heading, text)",
+                    [document_id, tenant_id, livemode, config, config, config,
+                     [c.position for c in batch], [c.heading for c in batch], [c.text for c in batch]],
+                )
+            _lock_tenant_terms(cursor, tenant_id, livemode)
             cursor.execute(
-                "UPDATE knowledge_chunk SET search = "
-                "setweight(to_tsvector(%s::regconfig, heading), 'A') || "
-                "setweight(to_tsvector(%s::regconfig, text), 'B') "
-                "WHERE document_id = %s",
-                [config, config, document_id],
+                "INSERT INTO knowledge_termfrequency (tenant_id, livemode, lexeme, chunks) "
+                "SELECT %s, %s, u.lexeme, count(*) FROM knowledge_chunk c, unnest(c.search) u "
+                "WHERE c.document_id = %s GROUP BY u.lexeme ORDER BY u.lexeme "
+                "ON CONFLICT (tenant_id, livemode, lexeme) "
+                "DO UPDATE SET chunks = knowledge_termfrequency.chunks + EXCLUDED.chunks",
+                [tenant_id, livemode, document_id],
             )
-    elif connection.vendor == "sqlite":
+        return
+    Chunk.objects.bulk_create(
+        [Chunk(document_id=document_id, tenant_id=tenant_id, livemode=livemode,
+               position=c.position, heading=c.heading, text=c.text, search_config=config)
+         for c in chunks],
+        batch_size=500,
+    )
+    if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             # OR REPLACE: a rowid left behind by a table flush (tests) must not block a new chunk.
             cursor.execute(
@@ -101,16 +141,32 @@ def index_document_chunks(*, document_id: uuid.UUID, config: str) -> None:
             )
 
 
-def unindex_document_chunks(*, document_id: uuid.UUID) -> None:
+def unindex_document_chunks(*, document_id: uuid.UUID, tenant_id: uuid.UUID,
+                            livemode: bool) -> None:
     """Removes the document's chunks from the index; call before deleting the chunks."""
-    if connection.vendor == "sqlite":
+    if connection.vendor == "postgresql":
+        # The tsvector is a column of the chunk row and goes with it; the term counts stay.
+        with connection.cursor() as cursor:
+            _lock_tenant_terms(cursor, tenant_id, livemode)
+            cursor.execute(
+                "UPDATE knowledge_termfrequency f SET chunks = f.chunks - d.n "
+                "FROM (SELECT u.lexeme, count(*) AS n FROM knowledge_chunk c, unnest(c.search) u "
+                "      WHERE c.document_id = %s GROUP BY u.lexeme) d "
+                "WHERE f.tenant_id = %s AND f.livemode = %s AND f.lexeme = d.lexeme",
+                [document_id, tenant_id, livemode],
+            )
+            cursor.execute(
+                "DELETE FROM knowledge_termfrequency "
+                "WHERE tenant_id = %s AND livemode = %s AND chunks <= 0",
+                [tenant_id, livemode],
+            )
+    elif connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute(
                 "DELETE FROM knowledge_chunk_fts WHERE rowid IN "
                 "(SELECT id FROM knowledge_chunk WHERE document_id = %s)",
                 [_db(Document, document_id)],
             )
-    # PostgreSQL: the tsvector is a column of the chunk row and goes with it.
 
 
 # --- querying -------------------------------------------------------------------------------
@@ -153,47 +209,127 @@ def _tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _tsquery(lexemes: list[str]) -> str:
-    quoted = [_tsquery_literal(lex) for lex in lexemes]
-    if _min_matches(len(quoted)) == 1:
-        return " | ".join(quoted)
-    return " | ".join(f"({a} & {b})" for a, b in combinations(quoted, 2))
+def _idf(chunks: int, total: int) -> float:
+    """Inverse document frequency as bm25 has it: rare terms weigh more, ubiquitous ones ~0."""
+    return math.log(1 + (total - chunks + 0.5) / (chunks + 0.5))
+
+
+@dataclass(frozen=True)
+class _Clause:
+    estimate: float  # chunks expected to match
+    config: str
+    tsquery: str
+
+
+def _plan(config: str, lexemes: list[tuple[str, int]], total: int,
+          ) -> tuple[list[_Clause], list[tuple[str, str, float]], str]:
+    """For one configuration: the match clauses (most selective first), each term's weight, and
+    the query that ``ts_rank_cd`` scores proximity with."""
+    # A chunk needs two of the message's terms when it has three or more, counting those that
+    # no chunk contains: they make the question more specific, not less.
+    needed = _min_matches(len(lexemes))
+    known = sorted(((lex, df) for lex, df in lexemes if df > 0), key=lambda t: t[1])[:RARE_TERMS]
+    if len(known) < needed:
+        return [], [], ""
+    total = max(total, known[-1][1])
+    quoted = {lex: _tsquery_literal(lex) for lex, _ in known}
+    clauses = []
+    if len(known) >= 2:
+        estimate = float(total)
+        for _, df in known:
+            estimate *= df / total
+        clauses.append(_Clause(estimate, config, " & ".join(quoted[lex] for lex, _ in known)))
+    if needed == 1:
+        clauses += [_Clause(df, config, quoted[lex]) for lex, df in known]
+    else:
+        clauses += [_Clause(a[1] * b[1] / total, config, f"{quoted[a[0]]} & {quoted[b[0]]}")
+                    for a, b in combinations(known, 2)]
+    weights = [(config, quoted[lex], _idf(df, total)) for lex, df in known]
+    return clauses, weights, " | ".join(quoted.values())
 
 
 def _search_postgres(*, tenant: Tenant, livemode: bool, terms: list[str], limit: int) -> list[Hit]:
-    text = " ".join(terms)
     with connection.cursor() as cursor:
-        # The configurations in use among the tenant's ready documents (usually one), each with
-        # the query's lexemes in it, in the order of the message.
+        # The configurations in use among the tenant's ready documents (usually one); the
+        # message's lexemes in each, in message order; how many chunks contain each.
         cursor.execute(
-            "SELECT s.cfg, ARRAY(SELECT t.lexeme FROM unnest(to_tsvector(s.cfg::regconfig, %s)) t "
-            "ORDER BY t.positions[1]) "
-            "FROM (SELECT DISTINCT search_config AS cfg FROM knowledge_document "
-            "WHERE tenant_id = %s AND livemode = %s AND status = %s) s",
-            [text, tenant.pk, livemode, DocumentStatus.READY],
-        )
-        queries = [(cfg, _tsquery(list(dict.fromkeys(lexemes))))
-                   for cfg, lexemes in cursor.fetchall() if lexemes]
-        if not queries:
-            return []
-        if len(queries) == 1:
-            match, rank = "c.search @@ %s::tsquery", "ts_rank_cd(c.search, %s::tsquery)"
-            match_params = rank_params = [queries[0][1]]
-        else:
-            match = " OR ".join("(c.search_config = %s AND c.search @@ %s::tsquery)" for _ in queries)
-            rank = ("ts_rank_cd(c.search, CASE c.search_config "
-                    + " ".join("WHEN %s THEN %s::tsquery" for _ in queries) + " END)")
-            match_params = rank_params = [p for q in queries for p in q]
-        cursor.execute(
-            f"SELECT c.id, c.document_id, d.title, d.url, c.heading, c.text, {rank} AS rank "
-            "FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id "
-            f"WHERE c.tenant_id = %s AND c.livemode = %s AND ({match}) AND d.status = %s "
-            "ORDER BY rank DESC, c.id LIMIT %s",
-            [*rank_params, tenant.pk, livemode, *match_params, DocumentStatus.READY, limit],
+            "WITH s AS (SELECT search_config AS cfg, sum(chunk_count) AS total "
+            "  FROM knowledge_document WHERE tenant_id = %s AND livemode = %s AND status = %s "
+            "  GROUP BY search_config), "
+            "l AS (SELECT s.cfg, t.lexeme, min(t.positions[1]) AS pos "
+            "  FROM s CROSS JOIN LATERAL unnest(to_tsvector(s.cfg::regconfig, %s)) t "
+            "  GROUP BY s.cfg, t.lexeme) "
+            "SELECT l.cfg, (SELECT sum(total) FROM s)::bigint, l.lexeme, coalesce(f.chunks, 0) "
+            "FROM l LEFT JOIN knowledge_termfrequency f "
+            "  ON f.tenant_id = %s AND f.livemode = %s AND f.lexeme = l.lexeme "
+            "ORDER BY l.cfg, l.pos",
+            [tenant.pk, livemode, DocumentStatus.READY, " ".join(terms), tenant.pk, livemode],
         )
         rows = cursor.fetchall()
+        if not rows:
+            return []
+        total = int(rows[0][1] or 0)
+        by_config: dict[str, list[tuple[str, int]]] = {}
+        for cfg, _, lexeme, chunks in rows:
+            by_config.setdefault(cfg, []).append((lexeme, int(chunks)))
+        clauses: list[_Clause] = []
+        weights: list[tuple[str, str, float]] = []
+        rank_queries: list[tuple[str, str]] = []
+        for cfg, lexemes in by_config.items():
+            cfg_clauses, cfg_weights, rank_query = _plan(cfg, lexemes, total)
+            clauses += cfg_clauses
+            weights += cfg_weights
+            if rank_query:
+                rank_queries.append((cfg, rank_query))
+        if not clauses:
+            return []
+        clauses.sort(key=lambda c: c.estimate)
+        several = len(rank_queries) > 1
+        config_test = "c.search_config = %s AND " if several else ""
+
+        # Score: the inverse document frequencies of the terms a chunk contains, plus
+        # ts_rank_cd for how often and how close together they occur.
+        score_parts, score_params = [], []
+        for cfg, quoted, weight in weights:
+            score_parts.append(f"CASE WHEN {config_test}c.search @@ %s::tsquery THEN %s ELSE 0 END")
+            score_params += [*([cfg] if several else []), quoted, weight]
+        if several:
+            rank = ("ts_rank_cd(c.search, CASE c.search_config "
+                    + " ".join("WHEN %s THEN %s::tsquery" for _ in rank_queries) + " END, 32)")
+            rank_params = [p for q in rank_queries for p in q]
+        else:
+            rank, rank_params = "ts_rank_cd(c.search, %s::tsquery, 32)", [rank_queries[0][1]]
+        # ts_rank_cd scaled into [0, 0.5) (normalisation 32: rank / (rank + 1)), so that it
+        # orders chunks that hold the same terms but never outweighs a rarer term.
+        score = f"{' + '.join(score_parts)} + 0.5 * {rank}"
+
+        # Candidates: chunks matching the most selective clauses first, at most CANDIDATES,
+        # scored as they are found. PostgreSQL runs the branches in order and stops once it
+        # has enough, so a common word costs no more than a rare one.
+        branches, params = [], []
+        for clause in clauses:
+            branches.append(
+                f"(SELECT c.id, c.document_id, c.heading, c.text, {score} AS score "
+                "FROM knowledge_chunk c WHERE c.tenant_id = %s AND c.livemode = %s AND "
+                f"{config_test}c.search @@ %s::tsquery LIMIT %s)")
+            params += [*score_params, *rank_params, tenant.pk, livemode,
+                       *([clause.config] if several else []), clause.tsquery, CANDIDATES]
+        cursor.execute(
+            f"WITH cand AS MATERIALIZED (SELECT * FROM ({' UNION ALL '.join(branches)}) u LIMIT %s) "
+            "SELECT cand.id, cand.document_id, d.title, d.url, cand.heading, cand.text, cand.score "
+            "FROM cand JOIN knowledge_document d ON d.id = cand.document_id AND d.status = %s "
+            "ORDER BY cand.score DESC, cand.id LIMIT %s",
+            # A chunk found by two clauses comes twice: room for the repeats, dropped below.
+            [*params, CANDIDATES, DocumentStatus.READY, limit * 2],
+        )
+        found, seen = [], set()
+        for row in cursor.fetchall():
+            if row[0] not in seen:
+                seen.add(row[0])
+                found.append(row)
+        found = found[:limit]
     return [Hit(chunk_id=r[0], document_id=r[1], title=r[2], url=r[3], heading=r[4], text=r[5],
-                score=float(r[6])) for r in rows]
+                score=float(r[6])) for r in found]
 
 
 def _fts_literal(term: str) -> str:

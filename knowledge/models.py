@@ -134,3 +134,31 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id} #{self.position}"
+
+
+class TermFrequency(models.Model):
+    """In how many chunks of a tenant's ready documents, in one mode, each lexeme occurs: the
+    document frequency behind PostgreSQL ranking (``knowledge.index``).
+
+    ``ts_rank_cd`` has no notion of how rare a word is, and ranking every chunk that contains a
+    common word is slow in a large knowledge base. With these counts retrieval gathers
+    candidates from the rarest terms first, caps them, and weighs each matched term by its
+    inverse document frequency. Written by ``knowledge.index`` in the transactions that index
+    and delete chunks; PostgreSQL only (SQLite's FTS5 keeps its own statistics for bm25).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    lexeme = models.TextField()
+    chunks = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "livemode", "lexeme"], name="term_lexeme"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme}: {self.chunks}"
+

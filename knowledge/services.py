@@ -178,15 +178,10 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         current = Document.objects.select_for_update().filter(pk=document_id).first()
         if current is None or current.status != DocumentStatus.PROCESSING:
             return current  # deleted, or finished by another run, while this one parsed
-        index.unindex_document_chunks(document_id=document_id)
+        scope = {"tenant_id": current.tenant_id, "livemode": current.livemode}
+        index.unindex_document_chunks(document_id=document_id, **scope)
         Chunk.objects.filter(document_id=document_id).delete()
-        Chunk.objects.bulk_create(
-            [Chunk(document_id=document_id, tenant_id=current.tenant_id, livemode=current.livemode,
-                   position=c.position, heading=c.heading, text=c.text, search_config=config)
-             for c in chunks],
-            batch_size=500,
-        )
-        index.index_document_chunks(document_id=document_id, config=config)
+        index.store_chunks(document_id=document_id, config=config, chunks=chunks, **scope)
         now = timezone.now()
         current.status = DocumentStatus.READY
         current.failure_reason = ""
@@ -243,5 +238,6 @@ def documents_sweep_stuck(*, now: datetime | None = None, batch: int = 100) -> i
 def document_delete(*, document: Document) -> None:
     """Removes the document, its chunks, their index entries and the uploaded bytes together:
     once this commits, retrieval cannot return any of it."""
-    index.unindex_document_chunks(document_id=document.pk)
+    index.unindex_document_chunks(document_id=document.pk, tenant_id=document.tenant_id,
+                                  livemode=document.livemode)
     Document.objects.filter(pk=document.pk).delete()

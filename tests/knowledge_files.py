@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import zipfile
 import zlib
+from functools import lru_cache
 
 import docx
 from pypdf import PdfReader, PdfWriter
@@ -82,13 +83,22 @@ def corrupt_pdf() -> bytes:
     return good[:20] + bytes(range(256)) * 8
 
 
+def _deflate_repeated(block: bytes, times: int) -> bytes:
+    """zlib data of ``block`` repeated ``times`` times, without compressing it ``times`` times:
+    after a full flush deflate starts afresh, so every block compresses to the same bytes."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    unit = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    checksum = 1
+    for _ in range(times):
+        checksum = zlib.adler32(block, checksum)
+    return b"\x78\xda" + unit * times + b"\x03\x00" + checksum.to_bytes(4, "big")
+
+
+@lru_cache(maxsize=1)
 def bomb_pdf(expanded_bytes: int = 400 * 1024 * 1024) -> bytes:
     """A page whose content stream is a few hundred KB compressed and ``expanded_bytes`` when
     inflated: a decompression bomb."""
-    compressor = zlib.compressobj(9)
-    block = b" " * (1024 * 1024)
-    body = b"".join(compressor.compress(block) for _ in range(expanded_bytes // len(block)))
-    body += compressor.flush()
+    body = _deflate_repeated(b" " * (1024 * 1024), expanded_bytes // (1024 * 1024))
     stream = (b"<< /Filter /FlateDecode /Length " + str(len(body)).encode() + b" >>\nstream\n"
               + body + b"\nendstream")
     return _with_extra_stream(stream)
@@ -139,7 +149,7 @@ def nested_pdf(depth: int = 200_000) -> bytes:
 def slow_pdf(operators: int = 6_000_000) -> bytes:
     """A page of millions of tiny text-showing operators, compressed to a small file: reading
     it takes minutes."""
-    compressor = zlib.compressobj(9)
+    compressor = zlib.compressobj(1)
     chunk = b"(ab) Tj " * 100_000
     body = b"".join(compressor.compress(b"BT /F1 11 Tf 72 760 Td " if i == 0 else b"")
                     + compressor.compress(chunk) for i in range(operators // 100_000))
@@ -169,10 +179,11 @@ def make_docx(blocks: list[tuple[str, str]], *, table: list[list[str]] | None = 
     return out.getvalue()
 
 
+@lru_cache(maxsize=1)
 def zip_bomb_docx(expanded_bytes: int = 300 * 1024 * 1024) -> bytes:
     """A DOCX-shaped zip whose document part inflates to ``expanded_bytes``."""
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         archive.writestr("[Content_Types].xml", "<Types/>")
         with archive.open("word/document.xml", "w", force_zip64=True) as member:
             block = b" " * (1024 * 1024)
