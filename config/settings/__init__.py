@@ -224,8 +224,9 @@ CSRF_COOKIE_SECURE = not DEBUG
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
-# Request bodies: JSON everywhere, with room for a base64 document on the knowledge base.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BODY_BYTES", 10 * 1024 * 1024, minimum=1024)
+# Request bodies: JSON everywhere, with room for a base64 document on the knowledge base (a
+# 10 MiB file is 13.4 MiB of base64).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BODY_BYTES", 14 * 1024 * 1024, minimum=1024)
 
 # --- Internationalisation, static files -----------------------------------------------------
 
@@ -241,6 +242,7 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 LOGIN_URL = "/admin/login/"
 
 from .api import *  # noqa: E402,F403
+from .knowledge import *  # noqa: E402,F403
 from .limits import *  # noqa: E402,F403
 from .logging import *  # noqa: E402,F403
 
@@ -257,3 +259,9 @@ WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
 WEBHOOKS_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", False)
 # How long a receiver has to answer, in seconds (the specification's 30).
 WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 30, minimum=1)
+
+# --- The knowledge base ---------------------------------------------------------------------
+
+CELERY_BEAT_SCHEDULE["knowledge-documents-sweep"] = {
+    "task": "knowledge.sweep_stuck", "schedule": 300.0,
+}
