@@ -86,8 +86,9 @@ def send(page, text):
 
 def wait_idle(page, timeout=15000):
     page.wait_for_function(
-        "() => { const r = document.querySelector('[data-service-widget]').shadowRoot;"
-        " return r.querySelector('.log').getAttribute('aria-busy') === 'false'; }", timeout=timeout)
+        "() => { const r = document.querySelector('[data-service-widget]')?.shadowRoot;"
+        " return r?.querySelector('.log')?.getAttribute('aria-busy') === 'false'; }",
+        timeout=timeout)
 
 
 def bot_texts(page):
@@ -162,7 +163,7 @@ def test_the_widget_chats_streams_captures_a_lead_and_announces_events(stack, pa
     page.wait_for_function("() => window.ServiceWidget")
     page.locator("button.launcher").click()
     page.wait_for_function(
-        "() => document.querySelector('[data-service-widget]').shadowRoot"
+        "() => document.querySelector('[data-service-widget]')?.shadowRoot"
         ".querySelectorAll('.msg.user').length >= 4", timeout=10000)
     assert page.evaluate("ServiceWidget.sessionId") == session_id
     assert page.locator(".msg.user").first.inner_text().endswith("ann@hooli.com")
@@ -179,8 +180,8 @@ def test_deltas_render_as_they_arrive(stack, page, fake):
         page.goto(stack["site"].origin + "/")
         page.wait_for_function("() => window.ServiceWidget")
         page.evaluate(f"ServiceWidget.setTenant({stack['b']['tenant']['publicId']!r})")
-        page.wait_for_function("() => document.querySelector('[data-service-widget]').shadowRoot"
-                               ".querySelector('#sw-title').textContent === 'Beta Support'")
+        page.wait_for_function("() => document.querySelector('[data-service-widget]')?.shadowRoot"
+                               "?.querySelector('#sw-title')?.textContent === 'Beta Support'")
         page.evaluate("ServiceWidget.open()")
         send(page, "How does the widget work?")
         seen = set()
@@ -206,8 +207,8 @@ def test_hostile_text_renders_as_text(stack, page, fake):
                   "[click](javascript:window.__pwned=3) **bold** [docs](https://example.com/docs)")
     open_widget(page, stack["site"].origin + "/")
     page.evaluate(f"ServiceWidget.setTenant({stack['b']['tenant']['publicId']!r})")
-    page.wait_for_function("() => document.querySelector('[data-service-widget]').shadowRoot"
-                           ".querySelector('#sw-title').textContent === 'Beta Support'")
+    page.wait_for_function("() => document.querySelector('[data-service-widget]')?.shadowRoot"
+                           "?.querySelector('#sw-title')?.textContent === 'Beta Support'")
     attack = '<img src=x onerror="window.__pwned=4"><script>window.__pwned=5</script>'
     send(page, attack)
     wait_idle(page)
@@ -216,7 +217,7 @@ def test_hostile_text_renders_as_text(stack, page, fake):
     assert "<img src=x" in reply.inner_text() and "<script>" in reply.inner_text()
     root_html = page.evaluate("document.querySelector('[data-service-widget]').shadowRoot.innerHTML")
     assert "<img" not in root_html and "<script" not in root_html.replace("&lt;script", "")
-    hrefs = page.evaluate("Array.from(document.querySelector('[data-service-widget]').shadowRoot"
+    hrefs = page.evaluate("Array.from(document.querySelector('[data-service-widget]')?.shadowRoot"
                           ".querySelectorAll('.msg a')).map(a => a.href)")
     assert hrefs == ["https://example.com/docs"]
     page.wait_for_timeout(300)
@@ -232,8 +233,8 @@ def test_set_tenant_starts_fresh_and_destroy_removes_everything(stack, page):
     assert first_session
 
     page.evaluate(f"ServiceWidget.setTenant({stack['b']['tenant']['publicId']!r})")
-    page.wait_for_function("() => document.querySelector('[data-service-widget]').shadowRoot"
-                           ".querySelector('#sw-title').textContent === 'Beta Support'")
+    page.wait_for_function("() => document.querySelector('[data-service-widget]')?.shadowRoot"
+                           "?.querySelector('#sw-title')?.textContent === 'Beta Support'")
     assert page.evaluate("ServiceWidget.sessionId") is None
     assert page.locator(".msg.user").count() == 0
     assert page.locator(".greeting").inner_text() == "Welcome to Beta."
@@ -265,14 +266,14 @@ def test_keyboard_only_use(stack, page):
     assert page.evaluate("document.activeElement.hasAttribute('data-service-widget')")
     page.keyboard.press("Enter")
     assert page.locator("button.launcher").get_attribute("aria-expanded") == "true"
-    assert page.evaluate("document.querySelector('[data-service-widget]').shadowRoot"
+    assert page.evaluate("document.querySelector('[data-service-widget]')?.shadowRoot"
                          ".activeElement.id") == "sw-input"
     page.keyboard.type("Hi")
     page.keyboard.press("Enter")
     wait_idle(page)
     page.keyboard.press("Escape")
     assert page.locator("#sw-panel").is_hidden()
-    assert page.evaluate("document.querySelector('[data-service-widget]').shadowRoot"
+    assert page.evaluate("document.querySelector('[data-service-widget]')?.shadowRoot"
                          ".activeElement.className") == "launcher"
 
 
