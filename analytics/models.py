@@ -76,3 +76,124 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {self.pk}"
+
+
+# --- rollups ------------------------------------------------------------------------------
+#
+# The analytics endpoints read these small per-day tables instead of the millions of leads,
+# conversations and messages behind them (docs/analytics.md, "Rollups"). The services keep them
+# exact in the same transaction as the writes they count (``analytics.rollups``);
+# ``analytics.rollups.rollups_rebuild`` recomputes them from the raw rows.
+#
+# Each counter row also carries a ``shard`` (0-3, from the counted record's id): the writes of
+# one busy day are spread over four rows instead of queueing on one row lock. Readers sum over
+# the shards; a rebuild writes everything to shard 0, which sums the same.
+
+ROLLUP_SHARDS = 4
+
+
+class WidgetVisit(models.Model):
+    """A visitor's first widget load of a UTC day: the funnel's Visitors, de-duplicated.
+
+    Written only by ``analytics.services.record_widget_visit`` (called by ``/api/widget``).
+    """
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    day = models.DateField()
+    visitor_id = models.CharField(max_length=200)
+    channel = models.CharField(max_length=10, default="web_chat")
+    first_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "livemode", "day", "visitor_id"],
+                                    name="widget_visit_once_a_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.visitor_id}"
+
+
+class ChannelDailyStat(models.Model):
+    """Per UTC day and channel: widget visitors, and the conversations started that day with
+    what became of them (lead produced, handed off, messages, agent response times).
+
+    Every conversation counter is attributed to the day the conversation started, so a
+    period's numbers describe one population: the conversations started in it.
+    """
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    day = models.DateField()
+    channel = models.CharField(max_length=10)
+    shard = models.PositiveSmallIntegerField(default=0)
+    visitors = models.IntegerField(default=0)
+    conversations = models.IntegerField(default=0)
+    converted = models.IntegerField(default=0)  # linked to a lead
+    handed_off = models.IntegerField(default=0)
+    messages = models.BigIntegerField(default=0)
+    responses = models.BigIntegerField(default=0)  # agent replies directly after a visitor message
+    # Their summed delays in microseconds: exact integers, whoever adds them up.
+    response_us = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "livemode", "day", "channel", "shard"],
+                                    name="channel_daily_stat_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.channel}/{self.shard}"
+
+
+class LeadJourney(models.Model):
+    """When a lead first reached each funnel stage, and the channel that captured it.
+
+    Kept by the lead and meeting services. It lets a change to a lead (its source, its score,
+    its deletion) move exactly that lead's contributions in ``LeadDailyStat``. A lead with no
+    capture channel and no stage reached yet has no row: absent means blank.
+    """
+
+    lead = models.OneToOneField("leads.Lead", on_delete=models.CASCADE, primary_key=True,
+                                related_name="analytics_journey")
+    # The channel of the conversation that captured the lead; blank for leads created elsewhere.
+    channel = models.CharField(max_length=10, blank=True)
+    qualified_at = models.DateTimeField(null=True, blank=True)  # first lead.qualified
+    booked_at = models.DateTimeField(null=True, blank=True)  # first meeting booked
+    converted_at = models.DateTimeField(null=True, blank=True)  # first lead.converted
+
+    def __str__(self) -> str:
+        return f"journey of {self.lead_id}"
+
+
+class LeadDailyStat(models.Model):
+    """Per UTC day, lead source and capture channel: leads created that day (with their summed
+    current score, and how many have reached qualified or better), and leads that first
+    became qualified, had a meeting booked, or converted that day."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    day = models.DateField()
+    source = models.CharField(max_length=10)
+    channel = models.CharField(max_length=10, blank=True)
+    shard = models.PositiveSmallIntegerField(default=0)
+    created = models.IntegerField(default=0)
+    score_sum = models.BigIntegerField(default=0)
+    reached = models.IntegerField(default=0)  # of those created: ever qualified, or converted
+    qualified = models.IntegerField(default=0)
+    booked = models.IntegerField(default=0)
+    converted = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "livemode", "day", "source", "channel", "shard"],
+                name="lead_daily_stat_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.source}/{self.channel or '-'}/{self.shard}"

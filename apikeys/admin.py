@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ApiKey
+from .models import ApiKey, IdempotencyKey
 
 
 @admin.register(ApiKey)
@@ -18,4 +18,23 @@ class ApiKeyAdmin(admin.ModelAdmin):
               "last_used_at", "expires_at", "revoked_at", "replaced_by", "created_by"]
 
     def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(admin.ModelAdmin):
+    """For support: which keys a client used and what it was answered. Read-only: records are
+    written by the v1 views and expire by themselves."""
+
+    list_display = ["key", "api_key", "state", "response_status", "created_at"]
+    list_filter = ["state", "livemode"]
+    search_fields = ["key", "api_key__prefix", "tenant__name"]
+    readonly_fields = ["id", "tenant", "livemode", "api_key", "key", "fingerprint", "state",
+                       "response_status", "response_headers", "created_at", "locked_at"]
+    exclude = ["response_body"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

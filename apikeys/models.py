@@ -80,3 +80,43 @@ class ApiKey(models.Model):
 
     def allows(self, scope: str) -> bool:
         return SCOPE_RANK[self.scope] >= SCOPE_RANK[scope]
+
+
+class IdempotencyState(models.TextChoices):
+    IN_PROGRESS = "in_progress", "In progress"
+    COMPLETED = "completed", "Completed"
+
+
+class IdempotencyKey(models.Model):
+    """An ``Idempotency-Key`` sent with a v1 POST, and the first response given to it.
+
+    Keys belong to the API key that sent them (the same string from two API keys is two
+    records). A record older than 24 hours is as good as absent: the next request with its key
+    overwrites it, so expiry needs no sweeper (one purges old rows hourly to keep the table small).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    livemode = models.BooleanField()
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="idempotency_keys")
+    key = models.CharField(max_length=255)
+    # SHA-256 of the method, path and canonical JSON body: "the same request" means the same hash.
+    fingerprint = models.CharField(max_length=64)
+    state = models.CharField(max_length=12, choices=IdempotencyState.choices,
+                             default=IdempotencyState.IN_PROGRESS)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_headers = models.JSONField(default=dict, blank=True)
+    response_body = models.BinaryField(default=b"", blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # When the request that owns an in-progress record started; a record in progress for longer
+    # than IDEMPOTENCY_LOCK_SECONDS belongs to a request that died, and a retry may take it over.
+    locked_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["api_key", "key"], name="idempotency_key_per_api_key"),
+        ]
+        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"

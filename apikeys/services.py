@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import secrets
 import string
+from dataclasses import dataclass
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.errors import Conflict, FieldError, Unprocessable
 from tenants.crypto import digest
 from tenants.models import Tenant
 
-from .models import ROTATION_GRACE, ApiKey, KeyStatus, Scope
+from .models import ROTATION_GRACE, ApiKey, IdempotencyKey, IdempotencyState, KeyStatus, Scope
 
 LIVE_PREFIX = "sk_live_"
 TEST_PREFIX = "sk_test_"
@@ -122,3 +124,122 @@ def api_key_authenticate(raw: str) -> ApiKey | None:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
     return key
+
+
+# --- Idempotency keys (Stripe's semantics; docs/idempotency.md) -------------------------------
+
+IDEMPOTENCY_TTL = timezone.timedelta(hours=24)
+
+
+class IdempotencyKeyReused(Unprocessable):
+    default_message = (
+        "This Idempotency-Key was used in the last 24 hours with a different request (method, "
+        "path or body). Use a new key for a new request."
+    )
+
+
+class IdempotencyKeyInUse(Conflict):
+    default_message = (
+        "A request with this Idempotency-Key is still being processed. Retry once it has "
+        "completed to receive its response."
+    )
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """The first response given to an idempotency key, to be given again."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def idempotency_claim(
+    *, api_key: ApiKey, key: str, fingerprint: str
+) -> IdempotencyKey | StoredResponse:
+    """Claims ``key`` for a request about to run, or says what to do instead.
+
+    Returns the in-progress record that the caller now owns (run the request, then
+    :func:`idempotency_complete` or :func:`idempotency_release`), or the stored response of the
+    first request with this key and fingerprint. Raises :class:`IdempotencyKeyReused` (422) for
+    another fingerprint and :class:`IdempotencyKeyInUse` (409) while the first request still runs.
+    Records older than 24 hours count as absent; in-progress records whose request died (older
+    than ``IDEMPOTENCY_LOCK_SECONDS``) are taken over.
+    """
+    lock = timezone.timedelta(seconds=settings.IDEMPOTENCY_LOCK_SECONDS)
+    for _ in range(3):  # each pass either decides or lost a race that changed the row
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                return IdempotencyKey.objects.create(
+                    tenant_id=api_key.tenant_id, livemode=api_key.livemode, api_key=api_key,
+                    key=key, fingerprint=fingerprint, created_at=now, locked_at=now,
+                )
+        except IntegrityError:
+            pass
+        record = IdempotencyKey.objects.filter(api_key=api_key, key=key).first()
+        if record is None:
+            continue  # purged between the insert and the read
+        if record.created_at <= now - IDEMPOTENCY_TTL:
+            # Expired: the key is free again. Compare-and-swap on locked_at, so that of two
+            # requests reviving it at once only one runs.
+            taken = _idempotency_take(record, fingerprint=fingerprint, created_at=now, now=now)
+            if taken is not None:
+                return taken
+            continue
+        if record.fingerprint != fingerprint:
+            raise IdempotencyKeyReused()
+        if record.state == IdempotencyState.COMPLETED:
+            return StoredResponse(status=record.response_status or 200,
+                                  headers=dict(record.response_headers or {}),
+                                  body=bytes(record.response_body or b""))
+        if record.locked_at > now - lock:
+            raise IdempotencyKeyInUse()
+        taken = _idempotency_take(record, fingerprint=fingerprint, created_at=record.created_at,
+                                  now=now)
+        if taken is not None:
+            return taken
+    raise IdempotencyKeyInUse()
+
+
+def _idempotency_take(record: IdempotencyKey, *, fingerprint: str, created_at, now
+                      ) -> IdempotencyKey | None:
+    changed = IdempotencyKey.objects.filter(pk=record.pk, locked_at=record.locked_at).update(
+        fingerprint=fingerprint, state=IdempotencyState.IN_PROGRESS, created_at=created_at,
+        locked_at=now, response_status=None, response_headers={}, response_body=b"",
+    )
+    if not changed:
+        return None
+    record.fingerprint, record.state = fingerprint, IdempotencyState.IN_PROGRESS
+    record.created_at, record.locked_at = created_at, now
+    return record
+
+
+def idempotency_complete(
+    *, record: IdempotencyKey, status: int, headers: dict[str, str], body: bytes
+) -> None:
+    """Stores the response of the request that owns ``record`` (if it still owns it)."""
+    IdempotencyKey.objects.filter(
+        pk=record.pk, locked_at=record.locked_at, state=IdempotencyState.IN_PROGRESS
+    ).update(state=IdempotencyState.COMPLETED, response_status=status, response_headers=headers,
+             response_body=body)
+
+
+def idempotency_release(*, record: IdempotencyKey) -> None:
+    """Forgets ``record`` without a response, so that a retry with its key runs afresh (after a
+    server error, a 429, or a streamed response that cannot be stored)."""
+    IdempotencyKey.objects.filter(
+        pk=record.pk, locked_at=record.locked_at, state=IdempotencyState.IN_PROGRESS
+    ).delete()
+
+
+def idempotency_keys_purge(*, batch: int = 5000) -> int:
+    """Deletes expired records in bounded batches; returns how many went."""
+    cutoff = timezone.now() - IDEMPOTENCY_TTL
+    total = 0
+    while True:
+        ids = list(IdempotencyKey.objects.filter(created_at__lt=cutoff)
+                   .values_list("pk", flat=True)[:batch])
+        if not ids:
+            return total
+        total += IdempotencyKey.objects.filter(pk__in=ids).delete()[0]

@@ -7,9 +7,24 @@ so that the embedded default runs a real worker without any server.
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("salesagent")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _keep_database_connections(**kwargs) -> None:
+    """Workers keep their database connections between tasks (``WORKER_DB_CONN_MAX_AGE``).
+
+    Web processes close theirs after each request (ASGI threads come and go); a worker's
+    processes and pool threads live long, and opening a connection for every webhook attempt
+    would cost more than the attempt's own queries. Django's Celery fixup still closes a
+    connection that is older than this or broken, between tasks.
+    """
+    from django.conf import settings
+
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = settings.WORKER_DB_CONN_MAX_AGE

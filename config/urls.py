@@ -4,11 +4,14 @@ from django.contrib import admin
 from django.urls import include, path
 
 from config import views
+from widget.views import widget_js
 
 urlpatterns = [
     path("", include("config.urls_v1")),  # before the legacy catch-all under /api/
     path("", include("config.urls_legacy")),
     path("admin/", admin.site.urls),
+    path("widget.js", widget_js, name="widget-js"),
+    path("dashboard/", include("widget.dashboard.urls")),
     path("docs/errors", views.error_reference, name="docs-errors"),
     path("", views.home, name="home"),
 ]

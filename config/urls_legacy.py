@@ -3,12 +3,14 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView
 
+from analytics.api.legacy import LegacyAnalyticsViewSet
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
 from conversations.api.legacy import LegacyConversationViewSet, PublicChatView
 from knowledge.api.legacy import LegacyDocumentViewSet
 from leads.api.legacy import LegacyAdminLeadViewSet, LegacyLeadViewSet
 from tenants.api.legacy import AdminAuthView
+from widget.api.legacy import ChatStreamView, WidgetConfigView
 
 routes = [
     path("api/health", HealthView.as_view(), name="legacy-health"),
@@ -20,10 +22,18 @@ routes = [
          LegacyLeadViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
          name="legacy-lead"),
     path("api/chat", PublicChatView.as_view(), name="legacy-chat"),
+    path("api/chat/stream", ChatStreamView.as_view(), name="legacy-chat-stream"),
+    path("api/widget", WidgetConfigView.as_view(), name="legacy-widget"),
     path("api/conversations/<str:id>", LegacyConversationViewSet.as_view({"get": "retrieve"}),
          name="legacy-conversation"),
     path("api/leads/<str:id>/conversations",
          LegacyConversationViewSet.as_view({"get": "by_lead"}), name="legacy-lead-conversations"),
+    path("api/analytics/overview", LegacyAnalyticsViewSet.as_view({"get": "overview"}),
+         name="legacy-analytics-overview"),
+    path("api/analytics/funnel", LegacyAnalyticsViewSet.as_view({"get": "funnel"}),
+         name="legacy-analytics-funnel"),
+    path("api/analytics/activity", LegacyAnalyticsViewSet.as_view({"get": "activity"}),
+         name="legacy-analytics-activity"),
     path("api/admin/knowledge-base",
          LegacyDocumentViewSet.as_view({"get": "list", "post": "create"}),
          name="legacy-knowledge-base"),

@@ -3,11 +3,13 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
+from analytics.api.v1 import AnalyticsViewSet
 from config.api.views import V1NotFoundView
 from conversations.api.v1 import ChatViewSet, ConversationViewSet
 from knowledge.api.v1 import DocumentViewSet
 from leads.api.v1 import LeadViewSet
 from tenants.api.v1 import UserViewSet
+from webhooks.api.v1 import WebhookDeliveryViewSet, WebhookViewSet
 
 # The documented API; the OpenAPI schema is generated from exactly these.
 routes = [
@@ -30,6 +32,21 @@ routes = [
          name="v1-conversation"),
     path("api/v1/conversations/<str:id>/close", ConversationViewSet.as_view({"post": "close"}),
          name="v1-conversation-close"),
+    path("api/v1/webhooks", WebhookViewSet.as_view({"get": "list", "post": "create"}),
+         name="v1-webhooks"),
+    path("api/v1/webhooks/deliveries/<str:id>/retry",
+         WebhookDeliveryViewSet.as_view({"post": "retry"}), name="v1-webhook-delivery-retry"),
+    path("api/v1/webhooks/<str:id>",
+         WebhookViewSet.as_view({"get": "retrieve", "patch": "partial_update",
+                                 "delete": "destroy"}), name="v1-webhook"),
+    path("api/v1/webhooks/<str:id>/deliveries", WebhookViewSet.as_view({"get": "deliveries"}),
+         name="v1-webhook-deliveries"),
+    path("api/v1/analytics/overview", AnalyticsViewSet.as_view({"get": "overview"}),
+         name="v1-analytics-overview"),
+    path("api/v1/analytics/funnel", AnalyticsViewSet.as_view({"get": "funnel"}),
+         name="v1-analytics-funnel"),
+    path("api/v1/analytics/activity", AnalyticsViewSet.as_view({"get": "activity"}),
+         name="v1-analytics-activity"),
     path("api/v1/knowledge-base", DocumentViewSet.as_view({"get": "list", "post": "create"}),
          name="v1-knowledge-base"),
     path("api/v1/knowledge-base/<str:id>",

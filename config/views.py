@@ -21,11 +21,15 @@ ERROR_CODES = [
     ("not_found", 404, "The resource does not exist, belongs to another tenant or to the other "
      "mode (live/test), or the id has the wrong prefix or shape. Also unknown paths."),
     ("conflict", 409, "The request conflicts with existing data, for example a lead email already "
-     "in use; the body carries existingLeadId."),
+     "in use (the body carries existingLeadId), or a request with the same Idempotency-Key is "
+     "still being processed."),
     ("unprocessable", 422, "Valid JSON that fails a semantic rule: a reference to a user that is "
-     "not in the tenant, an analytics range over 365 days or a start after the end."),
-    ("rate_limit_exceeded", 429, "A rate limit was reached. The body carries retryAfter (seconds) "
-     "and limit; the X-RateLimit-RetryAfter header repeats retryAfter."),
+     "not in the tenant, an analytics range over 365 days or a start after the end; or an "
+     "Idempotency-Key reused with a different request."),
+    ("rate_limit_exceeded", 429, "A rate limit was reached (per minute, per day, per endpoint, per "
+     "scope or concurrent requests of the API key; the message names it). The body carries "
+     "retryAfter (seconds) and limit; the X-RateLimit-RetryAfter and Retry-After headers repeat "
+     "retryAfter, and X-RateLimit-Limit, -Remaining, -Reset and -Policy describe the limit."),
     ("internal_error", 500, "An unexpected failure. Retry with backoff; the body and the "
      "X-Request-Id header carry the request id to quote."),
     ("bad_gateway", 502, "The language-model provider answered with an error."),

@@ -27,15 +27,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from analytics import rollups
 from analytics.events import emit
 from analytics.models import EventType
-from config.errors import NotFound, ServiceError
+from config.errors import Conflict, FieldError, InvalidRequest, NotFound, ServiceError
 from knowledge.retrieval import retrieve
 from leads.models import Lead
 from leads.services import LeadEmailTaken, lead_create, lead_update
 from tenants.models import Tenant, User
 
-from . import presenters, scheduling
+from . import live, presenters, scheduling
 from .agent import scoring, signals
 from .agent import summary as builtin_summary
 from .agent.phrases import SUPPORTED as BUILTIN_LANGUAGES
@@ -131,7 +132,11 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
         for m in reversed(conversation.messages.exclude(pk=message.pk)
                           .order_by("-sequence")[:HISTORY_LIMIT])
     ]
+    rollups.message_stored(conversation=conversation, message=message)
     silent = conversation.status == ConversationStatus.HANDED_OFF
+    if silent:
+        # The person who has the conversation sees the visitor's message at once.
+        live.publish(conversation.pk, "message", live.message_payload(message))
     language = _language(inp, conversation, silent=silent)
     lead = conversation.lead
     ctx = TurnContext(
@@ -234,6 +239,7 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
                     .get(pk=opened.conversation_id))
     tenant = conversation.tenant
+    had_lead, was_handed_off = conversation.lead_id is not None, conversation.handoff is not None
     ctx = opened.ctx
     reading = signals.read(ctx.message)  # the deterministic net under any model
 
@@ -312,6 +318,8 @@ def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
             plan = replace(plan, next_question=missing[0])
 
     conversation.save()
+    rollups.conversation_changed(conversation=conversation, had_lead=had_lead,
+                                 was_handed_off=was_handed_off)
     return plan
 
 
@@ -380,11 +388,13 @@ def _book(conversation: Conversation, lead: Lead | None, token: str, plan: Plan,
             meeting = Meeting.objects.create(
                 tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
                 starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
+                created_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
         offer = scheduling.free_slots(tenant, conversation.livemode, now=now)
         conversation.offered_slots = [s.token for s in offer]
         return replace(plan, slot_unavailable=True, offer_slots=offer)
+    rollups.meeting_booked(lead=lead, at=meeting.created_at)
     if lead.status not in ("booked", "converted"):
         conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
     conversation.offered_slots = []
@@ -428,9 +438,10 @@ def _next_rep(tenant: Tenant, now) -> User | None:
     return rep
 
 
-def _hand_off(conversation: Conversation, handoff: Handoff, *, now) -> None:
+def _hand_off(conversation: Conversation, handoff: Handoff, *, now, assignee: User | None = None,
+              ) -> None:
     conversation.status = ConversationStatus.HANDED_OFF
-    conversation.assigned_to = _next_rep(conversation.tenant, now)
+    conversation.assigned_to = assignee or _next_rep(conversation.tenant, now)
     context = {
         "summary": conversation.summary or None,
         "intents": conversation.intents,
@@ -458,6 +469,7 @@ def _hand_off(conversation: Conversation, handoff: Handoff, *, now) -> None:
             "handoff": conversation.handoff,
         },
     )
+    live.publish(conversation.pk, "status", live.status_payload(conversation))
 
 
 # --- 5. close -----------------------------------------------------------------------------
@@ -503,6 +515,7 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, con
     )
     if analysis.ends_conversation and conversation.status == ConversationStatus.ACTIVE:
         _end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left", now=now)
+    rollups.message_stored(conversation=conversation, message=message)
     return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan)
 
 
@@ -542,6 +555,7 @@ def _end(conversation: Conversation, *, status: str, reason: str, now) -> None:
         description=f"Conversation {status}: {reason.replace('_', ' ')}",
         data={"conversation": presenters.v1_conversation_brief(conversation), "reason": reason},
     )
+    live.publish(conversation.pk, "status", live.status_payload(conversation))
 
 
 @transaction.atomic
@@ -551,6 +565,89 @@ def conversation_close(*, conversation: Conversation, reason: str = "closed") ->
         pk=conversation.pk)
     if current.is_open:
         _end(current, status=ConversationStatus.CLOSED, reason=reason, now=timezone.now())
+    return current
+
+
+MAX_HUMAN_REPLY = 4000
+
+
+@transaction.atomic
+def conversation_reply_as_human(*, conversation: Conversation, author: User, content: str) -> Message:
+    """A person of the tenant answers the visitor of a handed-off conversation assigned to them.
+
+    The reply is an assistant message whose ``author`` is that person; it emits ``message.sent``
+    and reaches the visitor's open widget at once (``conversations.live``).
+    """
+    text = (content or "").strip()
+    if not text:
+        raise InvalidRequest("Write a reply first.",
+                             details=[FieldError("content", "required", "This field is required.")])
+    if len(text) > MAX_HUMAN_REPLY:
+        raise InvalidRequest(details=[FieldError("content", "too_long",
+                                                 f"At most {MAX_HUMAN_REPLY} characters.")])
+    current = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
+               .filter(pk=conversation.pk, tenant_id=author.tenant_id).first())
+    if current is None:
+        raise NotFound()
+    if current.status != ConversationStatus.HANDED_OFF:
+        raise Conflict("Only a handed-off conversation takes a reply from a person: take it over "
+                       "first.")
+    if current.assigned_to_id != author.pk:
+        raise Conflict("This conversation is assigned to someone else.")
+    now = timezone.now()
+    message = _append(current, role=Role.ASSISTANT, content=text, now=now, author=author)
+    current.save(update_fields=["message_count", "last_message_at", "updated_at"])
+    emit(
+        tenant=current.tenant, livemode=current.livemode, type=EventType.MESSAGE_SENT,
+        lead=current.lead, conversation_id=current.pk,
+        description=f"Reply by {author.display_name} in conversation {current.pk}",
+        data={"conversationId": presenters.conv_id(current.pk),
+              "message": presenters.v1_message(message),
+              "author": presenters.user_id(author.pk)},
+    )
+    live.publish(current.pk, "message", live.message_payload(message))
+    return message
+
+
+@transaction.atomic
+def conversation_assign(*, conversation: Conversation, user: User) -> Conversation:
+    """Gives the conversation to ``user``, a person of its tenant.
+
+    An active conversation is taken over (handed off to that person, with
+    ``conversation.handoff``); a handed-off one changes hands; an ended one cannot be assigned.
+    """
+    current = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
+               .get(pk=conversation.pk))
+    if user.tenant_id != current.tenant_id or not user.is_active:
+        raise NotFound("No such member of this tenant's staff.")
+    if not current.is_open:
+        raise Conflict("This conversation has ended.")
+    now = timezone.now()
+    if current.status == ConversationStatus.ACTIVE:
+        _hand_off(current, Handoff(reason=f"Taken over by {user.display_name}", priority="normal",
+                                   suggested_team="sales"), now=now, assignee=user)
+    else:
+        current.assigned_to = user
+        live.publish(current.pk, "status", live.status_payload(current))
+    current.save()
+    return current
+
+
+@transaction.atomic
+def conversation_hand_back(*, conversation: Conversation) -> Conversation:
+    """Returns a handed-off conversation to the agent: ``active`` again, assigned to nobody.
+
+    The specification names no event for this move, so none is emitted; the handoff record
+    stays on the conversation as history.
+    """
+    current = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
+               .get(pk=conversation.pk))
+    if current.status != ConversationStatus.HANDED_OFF:
+        raise Conflict("Only a handed-off conversation can be handed back to the agent.")
+    current.status = ConversationStatus.ACTIVE
+    current.assigned_to = None
+    current.save()
+    live.publish(current.pk, "status", live.status_payload(current))
     return current
 
 
@@ -568,7 +665,8 @@ def conversations_expire_idle(*, now=None, batch: int = 500) -> int:
     expired = 0
     for pk in ids:
         with transaction.atomic():
-            qs = Conversation.objects.select_for_update(skip_locked=True, of=("self",)).select_related("lead", "tenant")
+            qs = (Conversation.objects.select_for_update(skip_locked=True, of=("self",))
+                  .select_related("lead", "tenant"))
             current = qs.filter(pk=pk, status=ConversationStatus.ACTIVE,
                                 last_message_at__lt=cutoff).first()
             if current is None:
@@ -581,7 +679,11 @@ def conversations_expire_idle(*, now=None, batch: int = 500) -> int:
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
     """Deletes the conversation and its messages (its events stay in the log)."""
-    Conversation.objects.filter(pk=conversation.pk).delete()
+    current = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+    if current is None:
+        return
+    rollups.conversation_deleted(conversation=current)
+    current.delete()
 
 
 # --- driving a turn -----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from django.db.models import Count, Value
 from django.db.models.functions import Lower, TruncDate
 from django.utils import timezone
 
+from analytics import rollups
 from analytics.events import emit
 from analytics.models import EventType
 from config.errors import Conflict, FieldError, InvalidRequest, Unprocessable
@@ -311,6 +312,7 @@ def lead_create(
     )
     _save_checking_email(lead, email_changed=True, force_insert=True)
     _adjust_counts(lead, {_count_key(lead): 1})
+    rollups.lead_created(lead=lead, conversation_id=conversation_id)
 
     row = presenters.lead_row(lead)
     emit(
@@ -389,6 +391,7 @@ def lead_update(
     key_after = _count_key(current)
     if key_after != key_before:
         _adjust_counts(current, {key_before: -1, key_after: 1})
+    rollups.lead_changed(lead=current, before=before, at=now)
 
     after = presenters.lead_row(current)
     visible = [field for field in changed if _v1_value(field, before) != _v1_value(field, after)]
@@ -434,6 +437,7 @@ def lead_delete(*, lead: Lead) -> None:
         description=f"Lead {current.email} deleted",
         data={"lead": presenters.v1_lead(row)},
     )
+    rollups.lead_deleted(lead=current)
     current.delete()
     _adjust_counts(current, {_count_key(current): -1})
 

@@ -9,13 +9,21 @@ class TenantAdmin(admin.ModelAdmin):
     list_display = ["name", "public_id", "plan", "agent_provider", "created_at"]
     list_filter = ["plan", "agent_provider"]
     search_fields = ["name", "public_id"]
-    readonly_fields = ["id", "public_id", "has_agent_api_key", "created_at", "updated_at"]
+    readonly_fields = ["id", "public_id", "has_agent_api_key", "has_admin_token", "created_at",
+                       "updated_at"]
     fields = ["id", "name", "public_id", "plan", "agent_provider", "agent_model", "agent_base_url",
-              "has_agent_api_key", "created_at", "updated_at"]
+              "has_agent_api_key", "has_admin_token", "allowed_origins", "meeting_timezone",
+              "meeting_days", "meeting_start_hour", "meeting_end_hour", "meeting_minutes",
+              "booking_url", "qualification_min_score", "qualification_min_bant",
+              "default_deal_value", "created_at", "updated_at"]
 
     @admin.display(boolean=True, description="Agent API key set")
     def has_agent_api_key(self, obj: Tenant) -> bool:
         return obj.has_agent_api_key
+
+    @admin.display(boolean=True, description="Admin token set")
+    def has_admin_token(self, obj: Tenant) -> bool:
+        return bool(obj.admin_token_hash)
 
 
 @admin.register(User)

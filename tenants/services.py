@@ -118,3 +118,101 @@ def user_create(
         user.set_unusable_password()
     user.save()
     return user
+
+
+@transaction.atomic
+def tenant_set_plan(*, tenant: Tenant, plan: str) -> Tenant:
+    """Moves the tenant to another plan tier; rate limits follow on the next request."""
+    if plan not in Plan.values:
+        raise Unprocessable(f"Unknown plan {plan!r}.",
+                            details=[FieldError("plan", "invalid_enum", ", ".join(Plan.values))])
+    tenant.plan = plan
+    tenant.save(update_fields=["plan", "updated_at"])
+    return tenant
+
+
+@transaction.atomic
+def tenant_set_meetings(
+    *,
+    tenant: Tenant,
+    timezone_name: str,
+    days: list[int],
+    start_hour: int,
+    end_hour: int,
+    minutes: int,
+    booking_url: str = "",
+) -> Tenant:
+    """Sets when the agent may book discovery meetings (or the external booking link)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    details = []
+    try:
+        ZoneInfo(timezone_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        details.append(FieldError("meeting_timezone", "invalid_enum", "An IANA time zone."))
+    if not all(isinstance(d, int) and 0 <= d <= 6 for d in days):
+        details.append(FieldError("meeting_days", "out_of_range", "Days 0 (Monday) to 6."))
+    if not (0 <= start_hour < end_hour <= 24):
+        details.append(FieldError("meeting_end_hour", "out_of_range",
+                                  "Hours 0-24, the end after the start."))
+    if not 10 <= minutes <= 240:
+        details.append(FieldError("meeting_minutes", "out_of_range", "10 to 240 minutes."))
+    booking_url = (booking_url or "").strip()
+    if booking_url and not booking_url.startswith(("http://", "https://")):
+        details.append(FieldError("booking_url", "invalid_format", "An http(s) URL."))
+    if details:
+        raise Unprocessable("The meeting settings were not saved.", details=details)
+    tenant.meeting_timezone = timezone_name
+    tenant.meeting_days = sorted(set(days))
+    tenant.meeting_start_hour, tenant.meeting_end_hour = start_hour, end_hour
+    tenant.meeting_minutes = minutes
+    tenant.booking_url = booking_url
+    tenant.save()
+    return tenant
+
+
+def normalize_origin(raw: str) -> str | None:
+    """``scheme://host[:port]`` in lower case, or None when ``raw`` is not an http(s) origin."""
+    from urllib.parse import urlsplit
+
+    text = raw.strip().rstrip("/")
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query \
+            or parts.fragment or parts.username or parts.password:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
+MAX_ALLOWED_ORIGINS = 50
+
+
+@transaction.atomic
+def tenant_set_allowed_origins(*, tenant: Tenant, origins: list[str]) -> Tenant:
+    """The origins whose pages may embed the widget and call the public chat endpoints."""
+    cleaned: list[str] = []
+    bad = []
+    for raw in origins:
+        if not raw.strip():
+            continue
+        origin = normalize_origin(raw)
+        if origin is None:
+            bad.append(raw.strip())
+        elif origin not in cleaned:
+            cleaned.append(origin)
+    if bad:
+        raise Unprocessable("Not an origin (scheme://host[:port], no path): " + ", ".join(bad[:5]),
+                            details=[FieldError("allowed_origins", "invalid_format",
+                                                "scheme://host[:port]")])
+    if len(cleaned) > MAX_ALLOWED_ORIGINS:
+        raise Unprocessable(details=[FieldError("allowed_origins", "too_long",
+                                                f"At most {MAX_ALLOWED_ORIGINS} origins.")])
+    tenant.allowed_origins = cleaned
+    tenant.save(update_fields=["allowed_origins", "updated_at"])
+    return tenant

@@ -93,3 +93,58 @@ def stranger(db) -> TenantKit:
 
 def body(response: httpx.Response) -> Any:
     return jsonlib.loads(response.content)
+
+
+@pytest.fixture(autouse=True)
+def _no_requests_counted_yet():
+    """Every test starts with empty rate-limit counters: all tests come from the same client
+    address, and one test's requests must not use up the next one's budget."""
+    from config.ratelimit import get_store
+
+    get_store().clear()
+
+
+class Clock:
+    """The rate limiter's clock, frozen until a test moves it."""
+
+    # A minute boundary (1_800_000_000 is divisible by 60), plus a little.
+    START = 1_800_000_000 + 10.25
+
+    def __init__(self) -> None:
+        self.time = self.START
+
+    def __call__(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    frozen = Clock()
+    monkeypatch.setattr("config.ratelimit.core.now", frozen)
+    return frozen
+
+
+@pytest.fixture(scope="module")
+def fake_server():
+    """An OpenAI-compatible server on 127.0.0.1 (tests/fakes/openai_server.py)."""
+    from .fakes.openai_server import FakeOpenAI
+
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def fake(fake_server, kit, settings):
+    """``kit``'s tenant on the OpenAI provider, talking to ``fake_server``."""
+    from tenants.services import tenant_set_agent
+
+    settings.AGENT_MAX_RETRIES = 0
+    settings.AGENT_TIMEOUT_SECONDS = 5
+    fake_server.reset()
+    tenant_set_agent(tenant=kit.tenant, provider="openai", model="fake-model",
+                     api_key="sk-provider-secret", base_url=fake_server.base_url)
+    return fake_server

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,22 +52,58 @@ def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
     return proc.stdout
 
 
+class Server(str):
+    """A live server's base URL, which also knows its process (to kill it like a crash would)."""
+
+    process: subprocess.Popen
+    log: str
+
+
 @contextlib.contextmanager
-def daphne(env: dict[str, str | None] | None = None) -> Iterator[str]:
-    """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL."""
+def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
+    """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL.
+
+    Its output goes to a file (``server.log``), never to an unread pipe that would fill and
+    stall the server."""
     port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix="daphne-", suffix=".log", delete=False)  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "config.asgi:application"],
-        cwd=ROOT, env=environment(env),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         wait_for_port(port, proc=proc)
-        yield f"http://127.0.0.1:{port}"
+        server = Server(f"http://127.0.0.1:{port}")
+        server.process = proc
+        server.log = log.name
+        yield server
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        log.close()
+
+
+@contextlib.contextmanager
+def scratch_database(name: str) -> Iterator[str]:
+    """A fresh PostgreSQL database beside the one in ``DATABASE_URL``, for server processes that
+    must share one (the test run's own database is inside a test transaction); dropped after."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    url = urlsplit(os.environ["DATABASE_URL"])
+    admin = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

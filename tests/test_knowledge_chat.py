@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from conversations.agent.phrases import phrase
 from conversations.models import Message
 from knowledge.models import Document
-from tenants.services import tenant_set_agent
 from tests import knowledge_files as files
 from tests.chat_helpers import chat
-from tests.fakes.openai_server import FakeOpenAI
 from tests.knowledge_helpers import V1, add_document, index_pending, upload_file
 
 INSTALL = ("# Installing the widget\n\nPaste the script tag before the closing body tag; the "
@@ -117,23 +113,6 @@ def test_instructions_inside_a_document_are_quoted_not_followed_by_the_builtin_a
     assert len(outside) == len([line for line in control["content"].splitlines()
                                 if not line.startswith(">")])
     assert message.sources[0]["title"] == "Pricing"
-
-
-@pytest.fixture(scope="module")
-def fake_server():
-    server = FakeOpenAI()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def fake(fake_server, kit, settings):
-    settings.AGENT_MAX_RETRIES = 0
-    settings.AGENT_TIMEOUT_SECONDS = 5
-    fake_server.reset()
-    tenant_set_agent(tenant=kit.tenant, provider="openai", model="fake-model",
-                     api_key="sk-provider-secret", base_url=fake_server.base_url)
-    return fake_server
 
 
 def test_the_openai_provider_gets_passages_only_as_quoted_data(api, kit, fake):

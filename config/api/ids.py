@@ -8,7 +8,8 @@ import uuid
 
 from config.errors import NotFound
 
-PREFIXES = frozenset({"lead", "user", "conv", "msg", "sess", "evt", "wh", "doc", "mtg", "whd", "key"})
+PREFIXES = frozenset({"lead", "user", "conv", "msg", "sess", "evt", "wh", "doc", "mtg", "whd", "wha",
+                      "key"})
 _V1_ID = re.compile(r"^([a-z]+)_([0-9a-f]{32})$")
 
 

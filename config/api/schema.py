@@ -133,3 +133,111 @@ class AdminCookieScheme(OpenApiAuthenticationExtension):
             "name": "sa_admin_session",
             "description": "Session cookie set by POST /api/admin/auth (legacy surface, 7 days).",
         }
+
+
+# --- Rate limits and idempotency, added to every operation by a postprocessing hook ----------
+
+_INT = {"type": "integer"}
+_HEADERS = {
+    "X-RateLimit-Limit": {
+        "description": "Requests allowed in the current window of the binding limit (the "
+                       "limit with the fewest requests remaining). See docs/rate-limits.md.",
+        "schema": _INT,
+    },
+    "X-RateLimit-Remaining": {
+        "description": "Requests left in that window after this one.",
+        "schema": _INT,
+    },
+    "X-RateLimit-Reset": {
+        "description": "Unix time, in seconds, at which that window resets.",
+        "schema": _INT,
+    },
+    "X-RateLimit-Policy": {
+        "description": "Which limit binds: minute, day, endpoint.<bucket>, scope.<scope> or "
+                       "concurrency (v1 keys); minute (legacy keys and sessions); address or "
+                       "tenant (public endpoints and requests without valid credentials).",
+        "schema": {"type": "string"},
+    },
+    "X-RateLimit-RetryAfter": {
+        "description": "On 429: seconds to wait before retrying.",
+        "schema": _INT,
+    },
+    "Retry-After": {
+        "description": "On 429: seconds to wait before retrying (same value).",
+        "schema": _INT,
+    },
+    "Idempotent-Replayed": {
+        "description": "`true` when this is the stored response of an earlier request with the "
+                       "same Idempotency-Key (the request did not run again).",
+        "schema": {"type": "string", "enum": ["true"]},
+    },
+}
+_ALWAYS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-RateLimit-Policy")
+_ON_429 = ("X-RateLimit-RetryAfter", "Retry-After")
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Makes the POST safe to retry: the same key with the same body within 24 hours "
+                   "returns the first response without doing the work again; with another body "
+                   "it is 422; while the first request still runs, 409. Keys are per API key. "
+                   "See docs/idempotency.md.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}
+_V1_POST_ERRORS = {
+    400: "invalid_request: also an Idempotency-Key that is empty or over 255 characters",
+    409: "conflict: also a request whose Idempotency-Key is still being processed",
+    422: "unprocessable: also an Idempotency-Key reused with a different request",
+}
+_METHODS = ("get", "put", "post", "patch", "delete", "head", "options")
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+def _error_response(schema: str, description: str) -> dict:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
+
+
+def document_limits(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: every API operation may answer 429 and carries the
+    X-RateLimit-* headers (docs/rate-limits.md); v1 POSTs take an Idempotency-Key and may answer
+    its 400/409/422 (docs/idempotency.md). Done here once so no endpoint has to remember it."""
+    components = result.setdefault("components", {})
+    headers = components.setdefault("headers", {})
+    used: set[str] = set()
+    for path, item in result.get("paths", {}).items():
+        v1 = path.startswith("/api/v1/")
+        error_schema = "V1Error" if v1 else "LegacyError"
+        for method, operation in item.items():
+            if method not in _METHODS:
+                continue
+            responses = operation.setdefault("responses", {})
+            responses.setdefault("429", _error_response(
+                error_schema, "rate_limit_exceeded" if v1 else "{error: description}"))
+            is_v1_post = v1 and method == "post"
+            if is_v1_post:
+                params = operation.setdefault("parameters", [])
+                if not any(p.get("name") == "Idempotency-Key" for p in params):
+                    params.append(dict(_IDEMPOTENCY_KEY))
+                for status, description in _V1_POST_ERRORS.items():
+                    responses.setdefault(str(status), _error_response("V1Error", description))
+            for status, response in responses.items():
+                response_headers = response.setdefault("headers", {})
+                names = list(_ALWAYS)
+                if status == "429":
+                    names += _ON_429
+                if is_v1_post and status != "429" and not status.startswith("5"):
+                    names.append("Idempotent-Replayed")
+                for name in names:
+                    if status == "429" and name != "X-RateLimit-Policy":
+                        # A refusal always says which limit and when to come back.
+                        response_headers[name] = {**_HEADERS[name], "required": True}
+                    else:
+                        response_headers.setdefault(name, _ref(name))
+                        used.add(name)
+    for name in sorted(used):
+        headers[name] = _HEADERS[name]
+    return result

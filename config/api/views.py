@@ -1,9 +1,14 @@
 """Base views of the two surfaces. Every API view derives from one of these.
 
 They fix, in one place, what no endpoint may forget: who the caller is (API key or legacy
-cookie), the scope check, the HTTPS rule of v1, the error envelope of the surface, and tenant and
-live/test scoping of every queryset (subclasses may narrow ``scoped_queryset`` but cannot replace
-``get_queryset``, after PostHog's ``TeamAndOrgViewSetMixin``).
+cookie), the scope check, the HTTPS rule of v1, the error envelope of the surface, rate limits
+(``config/api/limits.py``: every request counted, every response with its ``X-RateLimit-*``
+headers), ``Idempotency-Key`` on v1 POSTs (``config/api/idempotency.py``), and tenant and
+live/test scoping of every queryset (subclasses may narrow ``scoped_queryset`` but cannot
+replace ``get_queryset``, after PostHog's ``TeamAndOrgViewSetMixin``).
+
+Rate-limit contract for endpoints: set ``rate_limit_bucket`` (see ``config/ratelimit``), e.g.
+``rate_limit_bucket = {"create": "lead_create", "search": "lead_search"}``; nothing else.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from config import errors as domain
 
 from . import ids
 from .errors import legacy_exception_handler, v1_exception_handler
+from .idempotency import IdempotencyMixin
+from .limits import RateLimitMixin
 from .permissions import ScopePermission
 
 
@@ -30,7 +37,7 @@ class HttpsRequired(domain.Forbidden):
     default_message = "HTTPS is required: the v1 API does not accept plain HTTP requests."
 
 
-class V1Mixin:
+class V1Mixin(IdempotencyMixin, RateLimitMixin):
     surface = "v1"
     authentication_classes = [BearerKeyAuthentication]
     permission_classes = [ScopePermission]
@@ -38,13 +45,12 @@ class V1Mixin:
     def get_exception_handler(self):
         return v1_exception_handler
 
-    def initial(self, request, *args, **kwargs):
+    def check_transport(self, request) -> None:
         if settings.V1_REQUIRE_HTTPS and not request.is_secure():
             raise HttpsRequired()
-        super().initial(request, *args, **kwargs)
 
 
-class LegacyMixin:
+class LegacyMixin(RateLimitMixin):
     surface = "legacy"
     authentication_classes = [BearerKeyAuthentication, AdminCookieAuthentication]
     permission_classes = [ScopePermission]
@@ -54,7 +60,13 @@ class LegacyMixin:
 
 
 class PublicMixin:
-    """No authentication: ``/api/chat``, ``/api/widget``, ``/api/health``."""
+    """No authentication: ``/api/chat``, ``/api/widget``, ``/api/health``.
+
+    Rate limits apply per client address and, when ``rate_limit_tenant(request)`` names the
+    tenant, per tenant: set ``rate_limit_bucket`` to ``public_chat``, ``public_widget`` or
+    ``public_health``. Without a public bucket, a view is limited like any request without
+    credentials.
+    """
 
     authentication_classes: list = []
     permission_classes = [AllowAny]

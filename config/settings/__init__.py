@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from corsheaders.defaults import default_headers as default_cors_headers
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_int, env_list, env_str, env_url
@@ -107,6 +108,14 @@ TEMPLATES = [
 
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_POOL", True):
+        # One psycopg pool per process: every request thread of daphne would otherwise hold a
+        # connection of its own, and a few hundred concurrent streams exhaust the server's.
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
+            "timeout": env_int("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1),
+        }
 else:
     DATABASES = {
         "default": {
@@ -124,6 +133,8 @@ else:
     }
 # Under ASGI every request may run on another thread: persistent connections would leak.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# Celery workers' long-lived processes and threads keep theirs this long (config/celery.py).
+WORKER_DB_CONN_MAX_AGE = env_int("WORKER_DB_CONN_MAX_AGE", 60, minimum=0)
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 # Covering indexes (INCLUDE) are a PostgreSQL feature; SQLite builds the same indexes without
 # the extra columns, which is what we want there.
@@ -138,6 +149,9 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "salesagent"),
+            # Every API request asks the cache for its rate limits: a Redis that hangs must fail
+            # fast (the limiter then fails open) instead of holding every request.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
     CHANNEL_LAYERS = {
@@ -160,6 +174,9 @@ else:
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # An idle worker looks for new messages this often (kombu's default is every second):
+        # a webhook's first attempt should leave well within a second of its event.
+        "polling_interval": 0.1,
     }
 
 CELERY_TASK_IGNORE_RESULT = True
@@ -170,6 +187,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Periodic sweepers.
 CELERY_BEAT_SCHEDULE: dict = {
     "expire-idle-conversations": {"task": "conversations.expire_idle", "schedule": 60.0},
+    "apikeys.idempotency_keys_purge": {
+        "task": "apikeys.tasks.idempotency_keys_purge", "schedule": 3600.0,
+    },
+    "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 5.0},
+    "catch-up-webhook-fan-out": {"task": "webhooks.catch_up", "schedule": 60.0},
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -178,11 +200,21 @@ CELERY_TIMEZONE = "UTC"
 TRUST_X_FORWARDED_PROTO = env_bool("TRUST_X_FORWARDED_PROTO", False)
 if TRUST_X_FORWARDED_PROTO:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The client address of per-address rate limits: REMOTE_ADDR, or the last X-Forwarded-For entry
+# (the one the trusted proxy appended) when the service runs behind that proxy. A deployment that
+# trusts the proxy for the scheme trusts it for the address too, unless told otherwise.
+TRUST_X_FORWARDED_FOR = env_bool("TRUST_X_FORWARDED_FOR", TRUST_X_FORWARDED_PROTO)
 # The v1 surface is HTTPS only; the embedded default (DEBUG) allows plain HTTP on localhost.
 V1_REQUIRE_HTTPS = env_bool("V1_REQUIRE_HTTPS", not DEBUG)
 
 CORS_ALLOWED_ORIGINS = env_list("CORS_ALLOWED_ORIGINS")
 CORS_URLS_REGEX = r"^/(api|widget\.js).*$"
+# Browsers may send Idempotency-Key and read the rate-limit and replay headers.
+CORS_ALLOW_HEADERS = (*default_cors_headers, "idempotency-key")
+CORS_EXPOSE_HEADERS = [
+    "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-RateLimit-Policy",
+    "X-RateLimit-RetryAfter", "Retry-After", "Idempotent-Replayed", "X-Request-Id",
+]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 SESSION_COOKIE_HTTPONLY = True
@@ -211,12 +243,22 @@ LOGIN_URL = "/admin/login/"
 
 from .api import *  # noqa: E402,F403
 from .knowledge import *  # noqa: E402,F403
+from .limits import *  # noqa: E402,F403
 from .logging import *  # noqa: E402,F403
 
 # --- The agent ------------------------------------------------------------------------------
 
 AGENT_TIMEOUT_SECONDS = env_int("AGENT_TIMEOUT_SECONDS", 30, minimum=1)
 AGENT_MAX_RETRIES = env_int("AGENT_MAX_RETRIES", 2, minimum=0)
+
+# --- Webhooks (docs/webhooks.md) ------------------------------------------------------------
+
+# Receivers' URLs must be https and resolve to public addresses; these lift the two rules for
+# tests and local development only.
+WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
+WEBHOOKS_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", False)
+# How long a receiver has to answer, in seconds (the specification's 30).
+WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 30, minimum=1)
 
 # --- The knowledge base ---------------------------------------------------------------------
 

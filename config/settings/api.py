@@ -30,6 +30,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "V1LeadStatusEnum": "leads.vocabulary.V1_STATUSES",
         "LegacyLeadStatusEnum": "leads.vocabulary.LEGACY_STATUSES",
+        "FunnelStageEnum": "analytics.selectors.FUNNEL_STAGES",
         "DocumentStatusEnum": "knowledge.models.DOCUMENT_STATUSES",
         "DocumentTypeEnum": "knowledge.models.DOCUMENT_TYPES",
     },
@@ -38,4 +39,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Rate-limit headers and 429 on every operation, Idempotency-Key on v1 POSTs.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.document_limits",
+    ],
 }

@@ -186,8 +186,22 @@ def legacy_stream_shape(event: str, data: dict) -> dict:
     return data
 
 
+def _tenant_named(request) -> Tenant | None:
+    """The tenant of a public chat request: ``?tenant=`` (what the widget sends) or the body's."""
+    public_id = request.GET.get("tenant") or (
+        request.data.get("tenant") if isinstance(request.data, dict) else None)
+    if not isinstance(public_id, str) or not public_id or len(public_id) > 40:
+        return None
+    return Tenant.objects.filter(public_id=public_id).first()
+
+
 class PublicChatView(PublicLegacyAPIView):
     """``POST /api/chat``: the widget's chat, public, on the tenant's live data."""
+
+    rate_limit_bucket = "public_chat"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_named(request)
 
     def perform_content_negotiation(self, request, force=False):
         renderer = JSONRenderer()  # errors are JSON whatever the Accept header
@@ -216,8 +230,7 @@ class PublicChatView(PublicLegacyAPIView):
         body = PublicChatSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        public_id = data.get("tenant") or request.GET.get("tenant", "")
-        tenant = Tenant.objects.filter(public_id=public_id).first() if public_id else None
+        tenant = _tenant_named(request)
         if tenant is None:
             raise NotFound("Unknown tenant.")
         provider = provider_for(tenant)

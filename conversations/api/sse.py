@@ -20,7 +20,12 @@ def event_stream(events: AsyncIterator[tuple[str, dict]],
         async for event, data in events:
             yield frame(event, shape(event, data))
 
-    response = StreamingHttpResponse(body(), content_type="text/event-stream; charset=utf-8")
+    return event_stream_response(body())
+
+
+def event_stream_response(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    """A response that sends each frame as it comes, past any buffering proxy."""
+    response = StreamingHttpResponse(frames, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"
     return response

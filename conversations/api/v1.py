@@ -212,6 +212,14 @@ class ChatViewSet(V1ViewSet):
     queryset = Conversation.objects.all()
     id_prefix = "sess"
     lookup_url_kwarg = "sessionId"
+    rate_limit_bucket = {"create": "chat"}
+
+    def get_rate_limit_bucket(self, request) -> str:
+        # A streaming chat counts against the streaming limit (and, being a chat, the chat one);
+        # its concurrency slot is held for as long as the stream is open (docs/rate-limits.md).
+        if self.action == "create" and isinstance(request.data, dict) and request.data.get("stream") is True:
+            return "chat_stream"
+        return super().get_rate_limit_bucket(request)
     def perform_content_negotiation(self, request, force=False):
         # Whatever the Accept header (text/event-stream for a stream), errors are JSON; the
         # stream itself is its own response.

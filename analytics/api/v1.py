@@ -1,0 +1,268 @@
+"""v1 surface of analytics: ``/api/v1/analytics/overview``, ``/funnel`` and ``/activity``.
+
+Query parameters are validated by the serializers below (400 with field details: a malformed
+date is ``invalid_format``, an unknown enum value ``invalid_enum``); a well-formed range that
+runs backwards or spans more than 365 days is 422 ``unprocessable``. All days are UTC days.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from config.api.fields import PrefixedIdField, TimestampField, format_timestamp
+from config.api.ids import encode
+from config.api.pagination import paginate
+from config.api.query import DateOrDateTimeField, PageQuery, parse_query
+from config.api.schema import paginated, v1_errors
+from config.api.views import V1ViewSet
+from config.errors import FieldError, Unprocessable
+from conversations.models import Channel
+from leads.vocabulary import LeadSource
+
+from .. import selectors
+from ..models import ACTIVITY_TYPES, Event
+
+ACTIVITY_TYPE_VALUES = sorted(ACTIVITY_TYPES)
+DEFAULT_DAYS = 30
+ACTIVITY_DEFAULT_WINDOW = timedelta(hours=24)
+
+
+# --- output shapes (schema) -----------------------------------------------------------------
+
+class PeriodSerializer(serializers.Serializer):
+    startDate = serializers.DateField()
+    endDate = serializers.DateField()
+
+
+class SummarySerializer(serializers.Serializer):
+    totalConversations = serializers.IntegerField(help_text="Conversations started in the period")
+    totalLeads = serializers.IntegerField(help_text="Leads created in the period")
+    qualifiedLeads = serializers.IntegerField(
+        help_text="Leads that first became qualified in the period")
+    conversionRate = serializers.FloatField(
+        help_text="Conversations of the period that produced a lead, as a fraction of them")
+    avgLeadScore = serializers.FloatField(help_text="Mean current score of the period's new leads")
+    avgResponseTime = serializers.FloatField(
+        help_text="Mean seconds from a visitor message to the agent's reply")
+    avgMessagesPerConversation = serializers.FloatField()
+    handoffRate = serializers.FloatField(help_text="Fraction of the period's conversations handed off")
+    totalRevenuePipeline = serializers.FloatField(
+        help_text="qualifiedLeads times the tenant's estimated deal value, USD")
+
+
+_COMPARED = {
+    "type": "object",
+    "properties": {
+        "value": {"type": "number", "description": "The figure over the comparison period"},
+        "change": {"type": "number", "nullable": True,
+                   "description": "(current - earlier) / earlier; null when the earlier is 0"},
+    },
+    "required": ["value", "change"],
+}
+_DATE = {"type": "string", "format": "date"}
+
+
+# Spelled out rather than a nested serializer: a nullable reference (allOf + nullable) is not
+# read as nullable by every OpenAPI 3.0 tool.
+@extend_schema_field({
+    "type": "object",
+    "nullable": True,
+    "description": "null unless compareWith is given",
+    "properties": {
+        "period": {"type": "object", "properties": {"startDate": _DATE, "endDate": _DATE},
+                   "required": ["startDate", "endDate"]},
+        **{name: _COMPARED for name in ("totalConversations", "totalLeads", "qualifiedLeads",
+                                        "conversionRate")},
+    },
+    "required": ["period", "totalConversations", "totalLeads", "qualifiedLeads",
+                 "conversionRate"],
+})
+class ComparisonField(serializers.DictField):
+    pass
+
+
+class TimeSeriesItemSerializer(serializers.Serializer):
+    period = serializers.CharField(help_text="<start>/<end>, ISO dates, both included")
+    conversations = serializers.IntegerField()
+    leads = serializers.IntegerField()
+    qualifiedLeads = serializers.IntegerField()
+    conversionRate = serializers.FloatField()
+
+
+class OverviewSerializer(serializers.Serializer):
+    period = PeriodSerializer()
+    summary = SummarySerializer()
+    comparison = ComparisonField(allow_null=True)
+    timeSeries = TimeSeriesItemSerializer(many=True)
+
+
+class StageSerializer(serializers.Serializer):
+    name = serializers.ChoiceField(choices=selectors.FUNNEL_STAGES)
+    count = serializers.IntegerField()
+    conversionToNext = serializers.FloatField(
+        allow_null=True, help_text="Next stage's count / this one's; null on the last stage "
+                                   "and where this stage is 0")
+
+
+class FunnelSerializer(serializers.Serializer):
+    period = PeriodSerializer()
+    stages = StageSerializer(many=True)
+    overallConversion = serializers.FloatField(
+        allow_null=True, help_text="Converted / Visitors; null when there were no visitors")
+    topDropoffStage = serializers.ChoiceField(
+        choices=selectors.FUNNEL_STAGES, allow_null=True,
+        help_text="The stage with the lowest conversionToNext")
+
+
+class ActivityEventSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="evt_ followed by 32 hex digits")
+    type = serializers.ChoiceField(choices=ACTIVITY_TYPE_VALUES)
+    leadId = serializers.CharField(allow_null=True)
+    conversationId = serializers.CharField(allow_null=True)
+    description = serializers.CharField()
+    metadata = serializers.DictField(help_text="The event's data; its content varies by type")
+    occurredAt = TimestampField()
+
+
+def activity_event(event: Event) -> dict[str, Any]:
+    return {
+        "id": encode("evt", event.pk),
+        "type": event.type,
+        "leadId": encode("lead", event.lead_id),
+        "conversationId": encode("conv", event.conversation_id),
+        "description": event.description,
+        "metadata": event.data,
+        "occurredAt": format_timestamp(event.occurred_at),
+    }
+
+
+# --- input ----------------------------------------------------------------------------------
+
+class RangeQuery(serializers.Serializer):
+    startDate = serializers.DateField(required=False, help_text="ISO 8601 date (UTC)")
+    endDate = serializers.DateField(required=False, help_text="ISO 8601 date (UTC)")
+
+
+class OverviewQuery(RangeQuery):
+    granularity = serializers.ChoiceField(choices=selectors.GRANULARITIES, default="day")
+    compareWith = serializers.ChoiceField(choices=selectors.COMPARISONS, required=False)
+
+
+class FunnelQuery(RangeQuery):
+    channel = serializers.ChoiceField(choices=Channel.values, required=False)
+    source = serializers.ChoiceField(choices=LeadSource.values, required=False)
+
+
+class ActivityQuery(PageQuery):
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=100)
+    startDate = DateOrDateTimeField(required=False)
+    endDate = DateOrDateTimeField(required=False, end_of_day=True)
+    type = serializers.CharField(required=False, max_length=500)
+    leadId = PrefixedIdField("lead", required=False)
+
+    def validate_type(self, value: str) -> list[str]:
+        types = [part.strip() for part in value.split(",") if part.strip()]
+        unknown = [t for t in types if t not in ACTIVITY_TYPES]
+        if unknown:
+            raise serializers.ValidationError(
+                f"Unknown activity type {unknown[0]!r}; one of " + ", ".join(ACTIVITY_TYPE_VALUES)
+                + ".", code="invalid_enum")
+        return types
+
+
+def _check_range(start: date | datetime, end: date | datetime) -> None:
+    """422 for a range that runs backwards or is longer than 365 days."""
+    if start > end:
+        raise Unprocessable("startDate is after endDate.", details=[
+            FieldError("startDate", "out_of_range", "Must be on or before endDate.")])
+    if end - start > timedelta(days=selectors.MAX_RANGE_DAYS):
+        raise Unprocessable("The date range is longer than 365 days.", details=[
+            FieldError("endDate", "out_of_range",
+                       f"At most {selectors.MAX_RANGE_DAYS} days after startDate.")])
+
+
+def resolve_period(query: dict[str, Any]) -> selectors.Period:
+    """endDate defaults to today (UTC), startDate to 30 days before endDate."""
+    end = query.get("endDate") or timezone.now().date()
+    start = query.get("startDate") or end - timedelta(days=DEFAULT_DAYS)
+    _check_range(start, end)
+    return selectors.Period(start, end)
+
+
+_RANGE_PARAMETERS = [
+    OpenApiParameter("startDate", OpenApiTypes.DATE,
+                     description="ISO 8601 date, UTC (default: 30 days before endDate)."),
+    OpenApiParameter("endDate", OpenApiTypes.DATE, description="ISO 8601 date, UTC (default: today)."),
+]
+
+
+class AnalyticsViewSet(V1ViewSet):
+    """Analytics of the caller's tenant, in the caller's mode (live or test)."""
+
+    queryset = Event.objects.all()  # the activity feed; the other two read the rollups
+    id_prefix = "evt"
+    rate_limit_bucket = "analytics"
+
+    @extend_schema(
+        operation_id="v1_analytics_overview",
+        parameters=[
+            *_RANGE_PARAMETERS,
+            OpenApiParameter("granularity", str, enum=list(selectors.GRANULARITIES), default="day"),
+            OpenApiParameter("compareWith", str, enum=list(selectors.COMPARISONS)),
+        ],
+        responses={200: OverviewSerializer, **v1_errors(400, 422)},
+    )
+    def overview(self, request):
+        query = parse_query(request, OverviewQuery)
+        return Response(selectors.analytics_overview(
+            **self.scope_kwargs(), period=resolve_period(query),
+            granularity=query["granularity"], compare_with=query.get("compareWith")))
+
+    @extend_schema(
+        operation_id="v1_analytics_funnel",
+        parameters=[
+            *_RANGE_PARAMETERS,
+            OpenApiParameter("channel", str, enum=Channel.values),
+            OpenApiParameter("source", str, enum=LeadSource.values),
+        ],
+        responses={200: FunnelSerializer, **v1_errors(400, 422)},
+    )
+    def funnel(self, request):
+        query = parse_query(request, FunnelQuery)
+        return Response(selectors.analytics_funnel(
+            **self.scope_kwargs(), period=resolve_period(query),
+            channel=query.get("channel"), source=query.get("source")))
+
+    @extend_schema(
+        operation_id="v1_analytics_activity",
+        parameters=[
+            OpenApiParameter("startDate", str, description=(
+                "ISO 8601 date or date-time, UTC (default: 24 hours before endDate); "
+                "a date means its first instant.")),
+            OpenApiParameter("endDate", str, description=(
+                "ISO 8601 date or date-time, UTC (default: now); a date means its last instant.")),
+            OpenApiParameter("type", str, description=(
+                "Comma-separated activity types: " + ", ".join(ACTIVITY_TYPE_VALUES) + ".")),
+            OpenApiParameter("leadId", str, description="lead_ id: that lead's activity only."),
+            OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
+            OpenApiParameter("limit", int, description="Items per page, 1 to 100 (default 50)."),
+        ],
+        responses={200: paginated("ActivityList", ActivityEventSerializer), **v1_errors(400, 422)},
+    )
+    def activity(self, request):
+        query = parse_query(request, ActivityQuery)
+        end = query.get("endDate") or timezone.now()
+        start = query.get("startDate") or end - ACTIVITY_DEFAULT_WINDOW
+        _check_range(start, end)
+        events = selectors.activity_feed(self.get_queryset(), types=query.get("type"),
+                                         lead_id=query.get("leadId"), start=start, end=end)
+        page = paginate(events, page=query["page"], limit=query["limit"])
+        return Response({"data": [activity_event(e) for e in page.items],
+                         "pagination": page.meta})

@@ -1,0 +1,113 @@
+"""``Idempotency-Key`` on v1 POSTs, with Stripe's semantics (docs/idempotency.md).
+
+The first request with a key runs and its response is stored (2xx and 4xx other than 429);
+a later request with the same key and the same method, path and JSON body gets that response
+again, marked ``Idempotent-Replayed: true``, without running. The same key with another request
+is 422; while the first request still runs, duplicates get 409.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.http import HttpResponse
+
+from apikeys import services
+from apikeys.models import IdempotencyKey
+from config import errors as domain
+
+HEADER = "Idempotency-Key"
+MAX_KEY_LENGTH = 255
+REPLAYED_HEADER = "Idempotent-Replayed"
+# Headers that belong to the response itself rather than to the moment it was sent (rate-limit
+# state, request id, cookies): only these are stored and replayed.
+STORED_HEADERS = ("Content-Type", "Location", "Content-Language")
+
+
+class IdempotentReplay(Exception):
+    """Raised in ``initial()`` to answer with a stored response instead of running the view."""
+
+    def __init__(self, response: HttpResponse):
+        super().__init__("idempotent replay")
+        self.response = response
+
+
+def should_store(status: int) -> bool:
+    """2xx and 4xx answers are final for the request that got them; a 429 or a 5xx says "try
+    again", so the key stays free for that retry."""
+    return 200 <= status < 300 or (400 <= status < 500 and status != 429)
+
+
+def fingerprint(method: str, path: str, data) -> str:
+    """What "the same request" means: method, full path and the JSON body, keys sorted, so that
+    whitespace and key order do not matter."""
+    body = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(f"{method}\n{path}\n{body}".encode()).hexdigest()
+
+
+def _validated_key(request) -> str | None:
+    key = request.headers.get(HEADER)
+    if key is None:
+        return None
+    if not key.strip():
+        raise domain.InvalidRequest(f"The {HEADER} header is empty.", details=[
+            domain.FieldError(HEADER, "too_short", "Send 1 to 255 characters, or no header.")])
+    if len(key) > MAX_KEY_LENGTH:
+        raise domain.InvalidRequest(f"The {HEADER} header is too long.", details=[
+            domain.FieldError(HEADER, "too_long", f"At most {MAX_KEY_LENGTH} characters.")])
+    return key
+
+
+def replay(stored: services.StoredResponse) -> HttpResponse:
+    response = HttpResponse(stored.body, status=stored.status)
+    for name, value in stored.headers.items():
+        response[name] = value
+    response[REPLAYED_HEADER] = "true"
+    return response
+
+
+class IdempotencyMixin:
+    """For v1 views: claims the key after authentication, rate limiting and permissions (so a
+    refused request never occupies a key), stores or releases it in ``finalize_response()``."""
+
+    idempotent_methods = ("POST",)
+    idempotency_record: IdempotencyKey | None = None
+
+    def initial(self, request, *args, **kwargs):
+        self.idempotency_record = None
+        super().initial(request, *args, **kwargs)
+        if request.method not in self.idempotent_methods:
+            return
+        api_key = getattr(request.user, "api_key", None)
+        if api_key is None:
+            return  # no key, no keys: an unknown path or a view without authentication
+        key = _validated_key(request)
+        if key is None:
+            return
+        # A body that does not parse fails here as it would in the view, and is not remembered.
+        fp = fingerprint(request.method, request.get_full_path(), request.data)
+        outcome = services.idempotency_claim(api_key=api_key, key=key, fingerprint=fp)
+        if isinstance(outcome, services.StoredResponse):
+            raise IdempotentReplay(replay(outcome))
+        self.idempotency_record = outcome
+
+    def handle_exception(self, exc):
+        if isinstance(exc, IdempotentReplay):
+            return exc.response
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        record, self.idempotency_record = self.idempotency_record, None
+        if record is None:
+            return response
+        if getattr(response, "streaming", False) or not should_store(response.status_code):
+            services.idempotency_release(record=record)
+            return response
+        if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+            response.render()
+        headers = {name: response[name] for name in STORED_HEADERS if response.has_header(name)}
+        services.idempotency_complete(record=record, status=response.status_code, headers=headers,
+                                      body=bytes(response.content))
+        return response

@@ -1,0 +1,136 @@
+"""Rate limiting of every API view, hooked into DRF's ``initial()`` and ``finalize_response()``.
+
+The order of ``initial()``: the transport check (HTTPS on v1) and authentication first; then the
+limiter counts the request, per key when a key authenticated it and per client address when none
+did (so a 401 is counted and carries headers too); then DRF's own ``initial()`` (permissions,
+whose 403 is therefore counted as well). A refusal raises :class:`config.errors.RateLimited`,
+which each surface's exception handler renders as its 429.
+
+``finalize_response()`` adds the binding limit's ``X-RateLimit-*`` headers and gives back the
+concurrency slot, or hands it to the stream of a streaming response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.core.exceptions import ImproperlyConfigured
+
+from apikeys.authentication import Caller
+from config import ratelimit
+from config.ratelimit import concurrency, policy
+from tenants.models import Tenant
+
+
+def authenticated_caller(request) -> Caller | None:
+    """The caller if authentication ran and succeeded, without forcing it to run (a view such as
+    the legacy login skips authentication on purpose)."""
+    user = vars(request).get("_user")
+    return user if isinstance(user, Caller) else None
+
+
+def _bucket_names(value: str | Mapping[str, str]) -> list[str]:
+    if isinstance(value, Mapping):
+        return list(value.values())
+    return [value]
+
+
+class RateLimitMixin:
+    """Counts every request of the view against its limits; see ``config/ratelimit``.
+
+    Subclasses declare ``rate_limit_bucket`` (a bucket name, or a mapping from HTTP method or
+    viewset action to bucket name; unmapped methods fall in "default") and may override
+    ``get_rate_limit_bucket(request)`` and, for public views, ``rate_limit_tenant(request)``.
+    """
+
+    surface = "legacy"
+    rate_limit_bucket: str | Mapping[str, str] = "default"
+    rate_limit: ratelimit.Decision | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("rate_limit_bucket")
+        if declared is None:
+            return
+        unknown = [name for name in _bucket_names(declared) if name not in ratelimit.BUCKETS]
+        if unknown:
+            raise ImproperlyConfigured(
+                f"{cls.__name__}.rate_limit_bucket names unknown bucket(s) {unknown}; "
+                f"known: {sorted(ratelimit.BUCKETS)}"
+            )
+
+    def get_rate_limit_bucket(self, request) -> str:
+        bucket = self.rate_limit_bucket
+        if isinstance(bucket, Mapping):
+            action = getattr(self, "action", None) or ""
+            return bucket.get(request.method) or bucket.get(action) or "default"
+        return bucket
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        """The tenant a public request is for, when it names one (public views override)."""
+        return None
+
+    def check_transport(self, request) -> None:
+        """Refuses a request before authentication (the v1 HTTPS rule)."""
+
+    def initial(self, request, *args, **kwargs):
+        self.rate_limit = None
+        try:
+            self.check_transport(request)
+            self.perform_authentication(request)
+        except Exception:
+            # No valid credentials: count against the client address. Past its limit the 429
+            # replaces the 401 (or 403), which is what a client retrying bad keys should see.
+            self.enforce_rate_limits(request, None, failing=True)
+            raise
+        self.enforce_rate_limits(request, authenticated_caller(request))
+        super().initial(request, *args, **kwargs)
+
+    def enforce_rate_limits(self, request, caller: Caller | None, *, failing: bool = False) -> None:
+        # The hooks may read the body. When it is broken, count the request in the bucket the
+        # class declares (and without a tenant), then fail the way the view would have.
+        deferred: Exception | None = None
+        try:
+            bucket = self.get_rate_limit_bucket(request)
+        except Exception as exc:
+            bucket, deferred = RateLimitMixin.get_rate_limit_bucket(self, request), exc
+        if bucket not in ratelimit.BUCKETS:
+            raise ImproperlyConfigured(f"{type(self).__name__} chose unknown bucket {bucket!r}")
+
+        slots = None
+        if caller is not None and self.surface == "v1":
+            limits = policy.v1_limits(caller, bucket if bucket in ratelimit.V1_BUCKETS else "default")
+            slots = policy.v1_slots(caller)
+        elif caller is not None:
+            limits = policy.legacy_limits(caller)
+        elif bucket in ratelimit.PUBLIC_BUCKETS:
+            tenant = None
+            try:
+                tenant = self.rate_limit_tenant(request)
+            except Exception as exc:
+                deferred = deferred or exc
+            limits = policy.public_limits(bucket, ratelimit.client_address(request), tenant)
+        else:
+            limits = policy.anonymous_limits(ratelimit.client_address(request))
+
+        decision = ratelimit.check(limits, slots=slots)
+        self.rate_limit = decision
+        if decision is not None and not decision.allowed:
+            raise decision.error()
+        if deferred is not None and not failing:
+            raise deferred
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        decision = self.rate_limit
+        if decision is not None:
+            for name, value in decision.headers().items():
+                response[name] = value
+            slot = decision.slot
+            if slot is not None and not slot.released:
+                if getattr(response, "streaming", False):
+                    response.streaming_content = concurrency.guard_stream(
+                        slot, response.streaming_content)
+                else:
+                    slot.release()
+        return response

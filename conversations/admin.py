@@ -1,0 +1,58 @@
+from django.contrib import admin
+
+from .models import Conversation, Meeting, Message
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Conversations change only through the chat and the dashboard's services (events,
+    live streams); the admin shows them."""
+
+    show_full_result_count = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    fields = ["sequence", "role", "author", "content", "intent", "confidence", "created_at"]
+    readonly_fields = fields
+    ordering = ["sequence"]
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "tenant", "livemode", "channel", "status", "lead", "assigned_to",
+                    "message_count", "lead_score", "last_message_at"]
+    list_filter = ["status", "channel", "livemode", "tenant"]
+    search_fields = ["id", "visitor_id", "subject", "lead__email", "tenant__name"]
+    list_select_related = ["tenant", "lead", "assigned_to"]
+    ordering = ["-last_message_at", "-id"]
+    inlines = [MessageInline]
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    list_display = ["id", "conversation", "tenant", "role", "author", "intent", "created_at"]
+    list_filter = ["role", "livemode", "interrupted", "tenant"]
+    search_fields = ["content", "conversation__id"]
+    list_select_related = ["tenant", "author", "conversation"]
+    ordering = ["-created_at", "-id"]
+
+
+@admin.register(Meeting)
+class MeetingAdmin(ReadOnlyAdmin):
+    list_display = ["starts_at", "lead", "tenant", "livemode", "status", "time_zone"]
+    list_filter = ["status", "livemode", "tenant"]
+    search_fields = ["lead__email", "tenant__name"]
+    list_select_related = ["lead", "tenant"]
+    ordering = ["-starts_at", "-id"]

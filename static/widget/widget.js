@@ -1,0 +1,539 @@
+/*! Sales Agent chat widget. Plain JavaScript, no dependencies; see docs/widget.md.
+ * <script src="{base_url}/widget.js" data-tenant="<public id>" async></script> */
+(function () {
+  "use strict";
+  if (window.ServiceWidget) return;
+  var script = document.currentScript;
+  if (!script || !script.src) return;
+
+  var BASE = script.src.replace(/\/widget\.js(?:[?#].*)?$/, "");
+  var PREFIX = "service-widget:";
+  var RELAYED = { "lead.qualified": 1, "meeting.booked": 1 };
+  var memory = {};
+  var listeners = [];
+  var timers = [];
+  var S = {
+    tenant: script.getAttribute("data-tenant") || "",
+    config: null, overrides: {}, isOpen: false, wantOpen: false, sending: false,
+    visitorId: null, sessionId: null, status: null, controller: null, source: null,
+    retries: 0, seen: {}, talked: false, unread: 0, destroyed: false, deferred: []
+  };
+  ["position", "greeting", "title"].forEach(function (k) {
+    var v = script.getAttribute("data-" + k);
+    if (v) S.overrides[k] = v;
+  });
+  if (script.getAttribute("data-primary-color")) S.overrides.primaryColor = script.getAttribute("data-primary-color");
+
+  // --- small helpers ---------------------------------------------------------------------
+  function on(target, type, fn, opts) {
+    target.addEventListener(type, fn, opts);
+    listeners.push([target, type, fn, opts]);
+  }
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    for (var k in attrs || {}) node.setAttribute(k, attrs[k]);
+    if (text != null) node.textContent = text;
+    return node;
+  }
+  function svg(path) {
+    var ns = "http://www.w3.org/2000/svg";
+    var s = document.createElementNS(ns, "svg");
+    s.setAttribute("viewBox", "0 0 24 24");
+    s.setAttribute("aria-hidden", "true");
+    s.setAttribute("focusable", "false");
+    var p = document.createElementNS(ns, "path");
+    p.setAttribute("d", path);
+    s.appendChild(p);
+    return s;
+  }
+  function key(name, tenant) { return PREFIX + (tenant || S.tenant) + ":" + name; }
+  function load(name) {
+    try { return window.localStorage.getItem(key(name)); } catch (e) { return memory[key(name)] || null; }
+  }
+  function store(name, value) {
+    var k = key(name);
+    try {
+      if (value == null) window.localStorage.removeItem(k); else window.localStorage.setItem(k, value);
+    } catch (e) { if (value == null) delete memory[k]; else memory[k] = value; }
+  }
+  function randomId() {
+    var a = new Uint8Array(12);
+    (window.crypto || window.msCrypto).getRandomValues(a);
+    return "v_" + Array.prototype.map.call(a, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+  function q(params) {
+    return Object.keys(params).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
+    }).join("&");
+  }
+  function later(fn, ms) { var t = setTimeout(fn, ms); timers.push(t); return t; }
+
+  // --- Markdown, rendered as DOM nodes: model and visitor text never becomes HTML ---------
+  var INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\[[^\]\n]+\]\([^)\s]+\))|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])|(\*[^*\s][^*\n]*\*)|(\b_[^_\n]+_\b)/g;
+  function safeUrl(url) { return /^(https?:\/\/|mailto:)/i.test(url) ? url : null; }
+  function link(label, url) {
+    var href = safeUrl(url);
+    if (!href) return document.createTextNode(label);
+    var a = el("a", { href: href, target: "_blank", rel: "noopener noreferrer nofollow" });
+    inline(label, a);
+    return a;
+  }
+  function inline(text, parent) {
+    var last = 0, m;
+    INLINE.lastIndex = 0;
+    var re = new RegExp(INLINE.source, "g");
+    while ((m = re.exec(text))) {
+      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+      var t = m[0], node;
+      if (m[1]) node = el("code", null, t.slice(1, -1));
+      else if (m[2]) { node = el("strong"); inline(t.slice(2, -2), node); }
+      else if (m[3]) {
+        var split = t.indexOf("](");
+        node = link(t.slice(1, split), t.slice(split + 2, -1));
+      } else if (m[4]) node = link(t, t);
+      else { node = el("em"); inline(t.slice(1, -1), node); }
+      parent.appendChild(node);
+      last = m.index + t.length;
+    }
+    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+  }
+  function markdown(text, parent) {
+    var blocks = String(text).replace(/\r\n?/g, "\n").split(/\n{2,}/);
+    blocks.forEach(function (block) {
+      var lines = block.split("\n").filter(function (l) { return l.trim() !== ""; });
+      if (!lines.length) return;
+      var bullet = /^\s*[-*•]\s+/, numbered = /^\s*\d+[.)]\s+/;
+      var isList = function (re) { return lines.every(function (l) { return re.test(l); }); };
+      if (isList(bullet) || isList(numbered)) {
+        var re = isList(bullet) ? bullet : numbered;
+        var list = el(re === bullet ? "ul" : "ol");
+        lines.forEach(function (l) { var li = el("li"); inline(l.replace(re, ""), li); list.appendChild(li); });
+        parent.appendChild(list);
+        return;
+      }
+      var heading = /^#{1,6}\s+/.test(lines[0]);
+      var p = el(heading ? "strong" : "p", heading ? { "class": "h" } : null);
+      lines.forEach(function (l, i) {
+        if (i) p.appendChild(el("br"));
+        inline(l.replace(/^#{1,6}\s+/, ""), p);
+      });
+      parent.appendChild(p);
+    });
+  }
+
+  // --- the DOM, inside a shadow root ------------------------------------------------------
+  var CSS = [
+    ":host{all:initial}",
+    "*{box-sizing:border-box}",
+    ".w{--p:#2563eb;--t:#fff;font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#111827}",
+    ".launcher{position:fixed;bottom:20px;right:20px;width:58px;height:58px;border-radius:50%;border:0;background:var(--p);color:var(--t);cursor:pointer;box-shadow:0 6px 20px rgba(0,0,0,.22);display:flex;align-items:center;justify-content:center;z-index:2147483000}",
+    ".left .launcher,.left .panel{right:auto;left:20px}",
+    ".launcher svg{width:28px;height:28px;fill:currentColor}",
+    ".badge{position:absolute;top:-2px;right:-2px;min-width:20px;height:20px;padding:0 5px;border-radius:10px;background:#dc2626;color:#fff;font-size:12px;line-height:20px;font-weight:600}",
+    ".panel{position:fixed;bottom:90px;right:20px;width:370px;max-width:calc(100vw - 40px);height:560px;max-height:calc(100vh - 110px);background:#fff;border-radius:14px;box-shadow:0 12px 40px rgba(0,0,0,.25);display:flex;flex-direction:column;overflow:hidden;z-index:2147483000}",
+    ".panel[hidden],.badge[hidden]{display:none}",
+    "header{background:var(--p);color:var(--t);padding:14px 16px;display:flex;align-items:center;gap:10px}",
+    "h2{margin:0;font-size:16px;font-weight:600;flex:1}",
+    ".close{background:transparent;border:0;color:inherit;cursor:pointer;width:32px;height:32px;border-radius:8px;display:flex;align-items:center;justify-content:center}",
+    ".close svg{width:20px;height:20px;fill:currentColor}",
+    ".log{flex:1;overflow-y:auto;padding:16px;display:flex;flex-direction:column;gap:10px;background:#f9fafb}",
+    ".msg{max-width:85%;padding:9px 13px;border-radius:14px;word-wrap:break-word;overflow-wrap:anywhere}",
+    ".msg p{margin:0 0 6px}.msg p:last-child{margin:0}.msg ul,.msg ol{margin:4px 0;padding-left:20px}",
+    ".msg code{background:rgba(0,0,0,.07);padding:0 4px;border-radius:4px;font-size:.92em}",
+    ".msg a{color:inherit;text-decoration:underline}",
+    ".user{align-self:flex-end;background:var(--p);color:var(--t);border-bottom-right-radius:4px;white-space:pre-wrap}",
+    ".bot{align-self:flex-start;background:#fff;border:1px solid #e5e7eb;border-bottom-left-radius:4px}",
+    ".human{border-color:var(--p)}",
+    ".who{display:block;font-size:12px;font-weight:600;color:#4b5563;margin-bottom:2px}",
+    ".err{background:#fef2f2;border-color:#fecaca;color:#991b1b}",
+    ".notice{align-self:center;text-align:center;font-size:13px;color:#4b5563;background:#eef2ff;border-radius:10px;padding:6px 12px;max-width:95%}",
+    ".actions{display:flex;flex-wrap:wrap;gap:6px;align-self:flex-start;max-width:95%}",
+    ".chip{font:inherit;font-size:13px;border:1px solid var(--p);color:var(--p);background:#fff;border-radius:16px;padding:5px 12px;cursor:pointer;text-decoration:none}",
+    ".chip:hover{background:var(--p);color:var(--t)}",
+    ".dots span{display:inline-block;width:7px;height:7px;margin:0 2px;border-radius:50%;background:#9ca3af;animation:b 1.2s infinite}",
+    ".dots span:nth-child(2){animation-delay:.2s}.dots span:nth-child(3){animation-delay:.4s}",
+    "@keyframes b{0%,80%,100%{opacity:.3}40%{opacity:1}}",
+    "@media (prefers-reduced-motion:reduce){.dots span{animation:none}}",
+    "form{display:flex;gap:8px;padding:10px;border-top:1px solid #e5e7eb;background:#fff}",
+    "textarea{flex:1;resize:none;font:inherit;font-size:16px;border:1px solid #d1d5db;border-radius:10px;padding:8px 10px;max-height:120px;color:#111827;background:#fff}",
+    ".send{border:0;border-radius:10px;background:var(--p);color:var(--t);width:44px;cursor:pointer;display:flex;align-items:center;justify-content:center}",
+    ".send svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
+    "button:focus-visible,a:focus-visible,textarea:focus-visible,.log:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}",
+    ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
+    "@media (max-width:480px){.panel{inset:0;width:100%;max-width:none;height:100%;max-height:none;border-radius:0}.open .launcher{display:none}}"
+  ].join("");
+
+  var host = el("div", { "data-service-widget": "" });
+  host.style.setProperty("display", "block", "important");
+  var root = host.attachShadow({ mode: "open" });
+  var style = el("style", null, CSS);
+  var wrap = el("div", { "class": "w" });
+  var launcher = el("button", { "class": "launcher", type: "button", "aria-label": "Open chat",
+    "aria-expanded": "false", "aria-controls": "sw-panel", "aria-haspopup": "dialog" });
+  launcher.appendChild(svg("M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2zm3 6v2h2v-2H7zm4 0v2h2v-2h-2zm4 0v2h2v-2h-2z"));
+  var badge = el("span", { "class": "badge", hidden: "" });
+  launcher.appendChild(badge);
+  var panel = el("div", { "class": "panel", id: "sw-panel", role: "dialog", "aria-modal": "false",
+    "aria-labelledby": "sw-title", hidden: "" });
+  var header = el("header");
+  var title = el("h2", { id: "sw-title" });
+  var closer = el("button", { "class": "close", type: "button", "aria-label": "Close chat" });
+  closer.appendChild(svg("M18.3 5.7 12 12l6.3 6.3-1.4 1.4L10.6 13.4 4.3 19.7 2.9 18.3 9.2 12 2.9 5.7 4.3 4.3l6.3 6.3 6.3-6.3z"));
+  header.appendChild(title);
+  header.appendChild(closer);
+  var log = el("div", { "class": "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" });
+  var form = el("form");
+  var label = el("label", { "class": "sr", "for": "sw-input" }, "Your message");
+  var input = el("textarea", { id: "sw-input", rows: "1", maxlength: "4000", placeholder: "Type your message…", autocomplete: "off" });
+  var sendBtn = el("button", { "class": "send", type: "submit", "aria-label": "Send message" });
+  sendBtn.appendChild(svg("M3.4 20.4 21 12 3.4 3.6 3.4 10l12.6 2-12.6 2z"));
+  form.appendChild(label);
+  form.appendChild(input);
+  form.appendChild(sendBtn);
+  panel.appendChild(header);
+  panel.appendChild(log);
+  panel.appendChild(form);
+  wrap.appendChild(launcher);
+  wrap.appendChild(panel);
+  root.appendChild(style);
+  root.appendChild(wrap);
+
+  // --- look ---------------------------------------------------------------------------------
+  function look() {
+    var c = S.config || {}, o = S.overrides, theme = c.theme || {};
+    var colour = /^#[0-9a-f]{3,8}$/i;
+    var primary = o.primaryColor || theme.primaryColor, text = o.textColor || theme.textColor;
+    if (primary && colour.test(primary)) wrap.style.setProperty("--p", primary);
+    if (text && colour.test(text)) wrap.style.setProperty("--t", text);
+    wrap.classList.toggle("left", (o.position || c.position) === "bottom-left");
+    title.textContent = o.title || c.title || "Chat with us";
+    panel.setAttribute("aria-label", title.textContent);
+    var greeting = o.greeting != null ? o.greeting : c.greeting;
+    var g = log.querySelector(".greeting");
+    if (greeting) {
+      if (!g) { g = el("div", { "class": "msg bot greeting" }); log.insertBefore(g, log.firstChild); }
+      g.textContent = "";
+      markdown(greeting, g);
+    } else if (g) g.remove();
+  }
+
+  // --- messages -----------------------------------------------------------------------------
+  function scroll() { log.scrollTop = log.scrollHeight; }
+  function bubble(role, text, author) {
+    var node = el("div", { "class": "msg " + (role === "user" ? "user" : "bot") + (author ? " human" : "") });
+    node.appendChild(el("span", { "class": author ? "who" : "sr" },
+      role === "user" ? "You: " : author ? author.name : "Assistant: "));
+    var body = el("div");
+    node.appendChild(body);
+    if (role === "user") body.textContent = text; else markdown(text, body);
+    node._body = body;
+    log.appendChild(node);
+    scroll();
+    return node;
+  }
+  function notice(text) {
+    var n = el("div", { "class": "notice", role: "status" }, text);
+    log.appendChild(n);
+    scroll();
+  }
+  function clearActions() {
+    Array.prototype.forEach.call(log.querySelectorAll(".actions"), function (a) { a.remove(); });
+  }
+  function actions(list) {
+    if (!list || !list.length) return;
+    var row = el("div", { "class": "actions", role: "group", "aria-label": "Suggested replies" });
+    list.forEach(function (a) {
+      if (a.type === "reply" && a.message) {
+        var b = el("button", { "class": "chip", type: "button" }, a.label);
+        b.addEventListener("click", function () { send(a.message); });
+        row.appendChild(b);
+      } else if (a.type === "link" && safeUrl(a.url || "")) {
+        row.appendChild(el("a", { "class": "chip", href: a.url, target: "_blank", rel: "noopener noreferrer nofollow" }, a.label));
+      }
+    });
+    if (row.children.length) { log.appendChild(row); scroll(); }
+  }
+  function setSending(v) {
+    S.sending = v;
+    sendBtn.disabled = v;
+    log.setAttribute("aria-busy", v ? "true" : "false");
+  }
+
+  // --- Server-Sent Events over fetch (EventSource cannot POST) -------------------------------
+  function readEvents(body, onEvent) {
+    var reader = body.getReader(), decoder = new TextDecoder(), buf = "";
+    function block(b) {
+      var name = "message", data = [];
+      b.split("\n").forEach(function (line) {
+        if (!line || line.charAt(0) === ":") return;
+        var c = line.indexOf(":"), f = c < 0 ? line : line.slice(0, c), v = c < 0 ? "" : line.slice(c + 1).replace(/^ /, "");
+        if (f === "event") name = v; else if (f === "data") data.push(v);
+      });
+      if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+    }
+    function pump() {
+      return reader.read().then(function (r) {
+        if (r.done) { if (buf.trim()) block(buf); return; }
+        buf += decoder.decode(r.value, { stream: true }).replace(/\r\n?/g, "\n");
+        var i;
+        while ((i = buf.indexOf("\n\n")) >= 0) { block(buf.slice(0, i)); buf = buf.slice(i + 2); }
+        return pump();
+      });
+    }
+    return pump();
+  }
+
+  function setSession(id) {
+    if (!id || id === S.sessionId) return;
+    S.sessionId = id;
+    S.status = "active";
+    store("session", id);
+    connectLive();
+  }
+
+  function send(text, retried) {
+    text = String(text || "").trim();
+    if (!text || S.sending || S.destroyed) return;
+    clearActions();
+    if (!retried) { bubble("user", text); S.talked = true; }
+    setSending(true);
+    var reply = el("div", { "class": "msg bot" });
+    reply.appendChild(el("span", { "class": "sr" }, "Assistant: "));
+    var body = el("div", { "class": "dots", "aria-label": "The assistant is typing" });
+    body.appendChild(el("span")); body.appendChild(el("span")); body.appendChild(el("span"));
+    reply.appendChild(body);
+    log.appendChild(reply);
+    scroll();
+    var content = "", frame = 0, tenant = S.tenant;
+    function paint() {
+      frame = 0;
+      body.className = "";
+      body.removeAttribute("aria-label");
+      body.textContent = "";
+      markdown(content, body);
+      scroll();
+    }
+    var ctrl = window.AbortController ? new AbortController() : null;
+    S.controller = ctrl;
+    var payload = { message: text, visitorId: S.visitorId, stream: true,
+      metadata: { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) } };
+    if (S.sessionId) payload.sessionId = S.sessionId;
+    fetch(BASE + "/api/chat?" + q({ tenant: tenant }), {
+      method: "POST", mode: "cors", credentials: "omit", signal: ctrl && ctrl.signal,
+      headers: { "Content-Type": "application/json", "Accept": "text/event-stream" },
+      body: JSON.stringify(payload)
+    }).then(function (res) {
+      if (res.status === 404 && S.sessionId && !retried) {
+        // The stored session is unknown here (another database, another visitor): start anew.
+        S.sessionId = null;
+        store("session", null);
+        reply.remove();
+        setSending(false);
+        send(text, true);
+        return "retried";
+      }
+      if (!res.ok || !res.body) throw new Error("HTTP " + res.status);
+      return readEvents(res.body, function (name, data) {
+        if (tenant !== S.tenant) return;
+        if (name === "message_start") {
+          S.seen[data.id] = 1;
+          setSession(data.sessionId);
+        } else if (name === "content_delta") {
+          content += data.delta || "";
+          if (!frame) frame = (window.requestAnimationFrame || setTimeout)(paint);
+        } else if (name === "message_end") {
+          paint();
+          actions(data.suggestedActions);
+          if (data.handoff) notice("You're being connected with a person from our " + (data.handoff.suggestedTeam || "sales") + " team. They will reply here.");
+          (data.events || []).forEach(function (e) {
+            if (!RELAYED[e.type]) return;
+            var detail = { tenant: tenant, sessionId: S.sessionId, visitorId: S.visitorId, lead: e.lead };
+            if (e.meeting) detail.meeting = e.meeting;
+            window.dispatchEvent(new CustomEvent("service:" + e.type, { detail: detail }));
+          });
+        } else if (name === "error") {
+          if (content) paint();
+          reply.classList.add("err");
+          body.className = "";
+          body.textContent = (content ? content + "\n\n" : "") + "Sorry, the reply could not be completed. Please try again.";
+        }
+      });
+    }).catch(function (err) {
+      if (S.destroyed || (err && err.name === "AbortError")) return;
+      reply.classList.add("err");
+      body.className = "";
+      body.textContent = "Sorry, we could not reach the assistant. Please try again.";
+    }).then(function (outcome) {
+      if (outcome === "retried" || S.destroyed) return;
+      if (S.controller === ctrl) S.controller = null;
+      setSending(false);
+      S.deferred.splice(0).forEach(function (d) { onStatus(d, false); });
+    });
+  }
+
+  // --- the live stream of the session: a person's replies, status changes -------------------
+  function closeLive() {
+    if (S.source) { S.source.close(); S.source = null; }
+  }
+  function onStatus(data, quiet) {
+    if (S.sending && !quiet) { S.deferred.push(data); return; }  // after the reply in progress
+    var before = S.status;
+    S.status = data.status;
+    if (data.status === "closed" || data.status === "expired") {
+      closeLive();
+      if (!quiet) notice("This conversation has ended. Send a message to start a new one.");
+    } else if (!quiet && data.status === "handed_off" && data.agent) {
+      notice(data.agent.name + " from our team has joined the conversation.");
+    } else if (!quiet && data.status === "active" && before === "handed_off") {
+      notice("You are chatting with our assistant again.");
+    }
+  }
+  function onLiveMessage(m, replay) {
+    if (S.seen[m.id]) return;
+    if (!replay && (m.role !== "assistant" || !m.author)) return;  // the page already shows these
+    S.seen[m.id] = 1;
+    bubble(m.role, m.content, m.author);
+    if (!S.isOpen && m.author) {
+      S.unread += 1;
+      badge.textContent = String(S.unread);
+      badge.hidden = false;
+      launcher.setAttribute("aria-label", "Open chat (" + S.unread + " new)");
+    }
+  }
+  function connectLive() {
+    closeLive();
+    if (!S.sessionId || !window.EventSource || S.destroyed) return;
+    var src = new EventSource(BASE + "/api/chat/stream?" + q({ tenant: S.tenant, sessionId: S.sessionId, visitorId: S.visitorId }));
+    S.source = src;
+    src.addEventListener("session", function (e) {
+      var s = JSON.parse(e.data);
+      S.retries = 0;
+      (s.messages || []).forEach(function (m) {
+        if (!S.talked || (m.role === "assistant" && m.author)) onLiveMessage(m, true);
+      });
+      onStatus(s, true);
+    });
+    src.addEventListener("message", function (e) { onLiveMessage(JSON.parse(e.data), false); });
+    src.addEventListener("status", function (e) { onStatus(JSON.parse(e.data), false); });
+    src.onerror = function () {
+      if (src.readyState !== 2 || S.source !== src) return;  // 2: closed for good; retry ourselves
+      S.source = null;
+      if (S.retries++ < 6 && S.status !== "closed" && S.status !== "expired") {
+        later(function () { if (!S.source && !S.destroyed) connectLive(); }, Math.min(30000, 1000 * Math.pow(2, S.retries)));
+      }
+    };
+  }
+
+  // --- configuration, tenant, session -------------------------------------------------------
+  function start(fresh) {
+    S.visitorId = load("visitor");
+    if (!S.visitorId) { S.visitorId = randomId(); store("visitor", S.visitorId); }
+    if (fresh) store("session", null);
+    S.sessionId = load("session");
+    var tenant = S.tenant;
+    fetch(BASE + "/api/widget?" + q({ tenant: tenant, visitorId: S.visitorId }), { mode: "cors", credentials: "omit" })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(function (config) {
+        if (tenant !== S.tenant || S.destroyed) return;
+        S.config = config;
+        look();
+        if (!host.isConnected) document.body.appendChild(host);
+        if (S.sessionId) connectLive();
+        if (S.wantOpen) api.open();
+      })
+      .catch(function (err) {
+        if (window.console) console.warn("ServiceWidget: no configuration for tenant " + tenant + " (" + err.message + ")");
+      });
+  }
+  function reset() {
+    if (S.controller) S.controller.abort();
+    S.controller = null;
+    closeLive();
+    timers.forEach(clearTimeout);
+    timers = [];
+    setSending(false);
+    S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
+    badge.hidden = true;
+    log.textContent = "";
+  }
+
+  // --- interaction ----------------------------------------------------------------------------
+  on(launcher, "click", function () { if (S.isOpen) api.close(); else api.open(); });
+  on(closer, "click", function () { api.close(); });
+  on(form, "submit", function (e) {
+    e.preventDefault();
+    var text = input.value;
+    if (!text.trim() || S.sending) return;
+    input.value = "";
+    grow();
+    send(text);
+  });
+  function grow() { input.style.height = "auto"; input.style.height = Math.min(input.scrollHeight, 120) + "px"; }
+  on(input, "input", grow);
+  on(input, "keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      if (form.requestSubmit) form.requestSubmit(); else form.dispatchEvent(new Event("submit", { cancelable: true }));
+    }
+  });
+  on(panel, "keydown", function (e) { if (e.key === "Escape") { e.stopPropagation(); api.close(); } });
+
+  var api = {
+    open: function () {
+      if (S.destroyed) return;
+      S.wantOpen = true;
+      if (!S.config) return;
+      S.isOpen = true;
+      panel.hidden = false;
+      wrap.classList.add("open");
+      launcher.setAttribute("aria-expanded", "true");
+      launcher.setAttribute("aria-label", "Close chat");
+      S.unread = 0;
+      badge.hidden = true;
+      scroll();
+      input.focus();
+    },
+    close: function () {
+      if (S.destroyed) return;
+      S.wantOpen = false;
+      var inside = root.activeElement != null;
+      S.isOpen = false;
+      panel.hidden = true;
+      wrap.classList.remove("open");
+      launcher.setAttribute("aria-expanded", "false");
+      launcher.setAttribute("aria-label", "Open chat");
+      if (inside) launcher.focus();
+    },
+    setTenant: function (id) {
+      if (S.destroyed || !id) return;
+      reset();
+      S.tenant = String(id);
+      S.config = null;
+      start(true);
+    },
+    update: function (options) {
+      if (S.destroyed || !options) return;
+      ["position", "primaryColor", "textColor", "title", "greeting"].forEach(function (k) {
+        if (k in options) S.overrides[k] = options[k];
+      });
+      look();
+      if (options.open === true) api.open(); else if (options.open === false) api.close();
+    },
+    destroy: function () {
+      if (S.destroyed) return;
+      reset();
+      S.destroyed = true;
+      listeners.forEach(function (l) { l[0].removeEventListener(l[1], l[2], l[3]); });
+      listeners = [];
+      host.remove();
+      delete window.ServiceWidget;
+    }
+  };
+  Object.defineProperty(api, "tenant", { get: function () { return S.tenant; } });
+  Object.defineProperty(api, "sessionId", { get: function () { return S.sessionId; } });
+  Object.defineProperty(api, "visitorId", { get: function () { return S.visitorId; } });
+  window.ServiceWidget = api;
+
+  if (S.tenant) start(false);
+  else if (window.console) console.warn("ServiceWidget: the script tag has no data-tenant");
+})();

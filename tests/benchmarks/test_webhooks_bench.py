@@ -1,0 +1,178 @@
+"""Webhook speed (``make bench``, docs/performance.md "Webhooks"), on PostgreSQL + Redis with real
+Celery workers delivering to a receiver on 127.0.0.1 that answers 200 at once:
+
+- throughput: deliveries per second, from enqueueing a backlog to the last attempt recorded;
+- latency: the time from an event's commit to its first attempt reaching the receiver.
+
+Skipped without PostgreSQL and Redis (the workers must share the test database and a broker).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from analytics import events
+from analytics.models import Event
+from tests.factories import make_lead, make_tenant
+from tests.fakes.webhook_receiver import WebhookReceiver
+from tests.live import ROOT, environment
+from webhooks import services
+from webhooks.models import Delivery, Surface
+
+pytestmark = [
+    pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL (the broker)"),
+    pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+                       reason="needs a PostgreSQL DATABASE_URL shared with the workers"),
+    pytest.mark.django_db(transaction=True),
+]
+
+BACKLOG = int(os.environ.get("BENCH_WEBHOOK_BACKLOG", "2000"))
+EVENTS = int(os.environ.get("BENCH_WEBHOOK_EVENTS", "200"))
+# Deliveries wait on the network, not the CPU: many threads per process use 2 cores well.
+POOL = os.environ.get("BENCH_WEBHOOK_POOL", "threads")
+CONCURRENCY = int(os.environ.get("BENCH_WEBHOOK_CONCURRENCY", "8"))
+PROCESSES = int(os.environ.get("BENCH_WEBHOOK_PROCESSES", "2"))
+
+
+def _percentile(ordered: list[float], share: float) -> float:
+    return ordered[max(0, int(len(ordered) * share + 0.5) - 1)]
+
+
+@pytest.fixture
+def local(settings):
+    settings.WEBHOOKS_ALLOW_HTTP = True
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
+
+
+@pytest.fixture
+def workers(tmp_path, local):
+    base = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
+    env = environment({"DATABASE_URL": f"{base}/{connection.settings_dict['NAME']}",
+                       "WEBHOOKS_ALLOW_HTTP": "1", "WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1"})
+    procs = []
+    for n in range(PROCESSES):
+        log = open(tmp_path / f"worker{n}.log", "w")  # noqa: SIM115 -- closed below
+        procs.append((subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
+             f"--pool={POOL}", f"--concurrency={CONCURRENCY}", "--without-gossip",
+             "--without-mingle", "-n", f"bench{n}-{os.getpid()}@%h"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log))
+    try:
+        yield procs
+    finally:
+        for proc, _log in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, log in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            log.close()
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of the given processes, from /proc (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def _warm_up(kit, receiver) -> None:
+    """Every worker process has started and served a delivery before anything is timed."""
+    before = len(receiver.received)
+    for i in range(PROCESSES * 4):
+        make_lead(kit, email=f"warm{i}@example.com")
+    receiver.wait_for(before + PROCESSES * 4, timeout=120)
+    time.sleep(1.0)
+
+
+def test_webhook_throughput_and_commit_to_first_attempt(workers):
+    receiver = WebhookReceiver()
+    try:
+        kit = make_tenant("Bench Inc")
+        services.subscription_create(tenant=kit.tenant, livemode=True, url=receiver.url(),
+                                     events=["lead.created"])
+        _warm_up(kit, receiver)
+
+        # --- latency: commit -> first attempt at the receiver, one event at a time ---------
+        committed: dict[str, float] = {}
+
+        def stamp(event_id: uuid.UUID) -> None:
+            committed[f"evt_{event_id.hex}"] = time.time()
+
+        events.on_commit_hooks.insert(0, stamp)  # runs right at the commit, before the fan-out
+        try:
+            start = len(receiver.received)
+            for i in range(EVENTS):
+                make_lead(kit, email=f"lat{i}@example.com")
+                receiver.wait_for(start + i + 1, timeout=30)
+        finally:
+            events.on_commit_hooks.remove(stamp)
+        latencies = []
+        for request in receiver.received[start:]:
+            event_id = json.loads(request.body)["id"]
+            latencies.append(request.at - committed[event_id])
+        latencies.sort()
+        median_ms = statistics.median(latencies) * 1000
+        p95_ms = _percentile(latencies, 0.95) * 1000
+
+        # --- throughput: a backlog of deliveries enqueued at once -------------------------
+        now = timezone.now()
+        backlog_events = Event.objects.bulk_create([
+            Event(tenant=kit.tenant, livemode=True, type="lead.created", description="bench",
+                  data={"lead": {"id": f"lead_{uuid.uuid4().hex}", "email": f"b{i}@example.com",
+                                 "name": None, "company": None, "status": "new", "score": 0,
+                                 "source": "api", "createdAt": "2026-11-21T00:00:00.000Z"},
+                        "conversationId": None},
+                  occurred_at=now)
+            for i in range(BACKLOG)])
+        sub = kit.tenant.webhook_subscriptions.get()
+        rows = Delivery.objects.bulk_create([
+            Delivery(tenant=kit.tenant, livemode=True, surface=Surface.V1, event=e,
+                     subscription=sub, next_attempt_at=now, enqueued_at=now)
+            for e in backlog_events])
+        ids = [row.pk for row in rows]
+        before = len(receiver.received)
+        pids = [proc.pid for proc, _ in workers]
+        cpu_before = _cpu_seconds(pids)
+        started = time.monotonic()
+        services.enqueue(ids)
+        enqueued_s = time.monotonic() - started
+        receiver.wait_for(before + BACKLOG, timeout=600)
+        deadline = time.monotonic() + 120
+        while Delivery.objects.filter(pk__in=ids, status="delivered").count() < BACKLOG:
+            assert time.monotonic() < deadline, "deliveries not all recorded"
+            time.sleep(0.05)
+        elapsed = time.monotonic() - started
+        rate = BACKLOG / elapsed
+        cpu_ms = (_cpu_seconds(pids) - cpu_before) / BACKLOG * 1000
+
+        print(f"\nwebhooks: {PROCESSES} worker processes x {CONCURRENCY} ({POOL} pool)")
+        print(f"  commit -> first attempt over {EVENTS} events: median {median_ms:.1f} ms, "
+              f"p95 {p95_ms:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
+        print(f"  throughput: {BACKLOG} deliveries in {elapsed:.2f} s = {rate:.0f}/s "
+              f"(enqueueing took {enqueued_s:.2f} s)")
+        print(f"  worker CPU per delivery: {cpu_ms:.1f} ms; machine load average "
+              f"{os.getloadavg()[0]:.1f}")
+        assert median_ms < 1000
+        assert len({r.headers["x-service-delivery"] for r in receiver.received}) == len(
+            receiver.received)
+    finally:
+        receiver.close()

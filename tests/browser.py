@@ -1,0 +1,94 @@
+"""Headless Chromium for the browser tests (Debian's ``chromium``, driven by Playwright), and a
+host page served from another origin that embeds the widget as a customer's site would."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+HOST_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Acme Analytics</title>
+<style>
+  /* Hostile styles: the widget must look the same whatever the site's CSS says. */
+  * {{ font-family: Georgia, serif !important; }}
+  button {{ background: hotpink; border-radius: 0; padding: 30px; }}
+  div {{ color: green; }}
+  body {{ margin: 0; background: #f8fafc; color: #0f172a; }}
+  .hero {{ padding: 64px 48px; }} h1 {{ font-size: 40px; margin: 0 0 12px; }}
+</style></head>
+<body>
+<div class="hero"><h1>Acme Analytics</h1><p>Dashboards your whole team understands.</p>
+<button id="host-button">A button of the site</button></div>
+<script>
+  window.__events = [];
+  ["service:lead.qualified", "service:meeting.booked"].forEach(function (name) {{
+    window.addEventListener(name, function (e) {{ window.__events.push({{type: name, detail: e.detail}}); }});
+  }});
+</script>
+<script src="{base}/widget.js" data-tenant="{tenant}" async></script>
+</body></html>
+"""
+
+
+def chromium_or_skip() -> None:
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.fail("Debian's chromium is required for the browser tests: apt-get install chromium")
+
+
+@contextlib.contextmanager
+def browser() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    chromium_or_skip()
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+class HostSite:
+    """A customer's site on its own origin (another port): serves one page embedding the
+    widget of ``tenant`` from ``base``."""
+
+    def __init__(self, base: str, tenant: str):
+        self.base, self.tenant = base, tenant
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server API
+                body = HOST_PAGE.format(base=site.base, tenant=site.tenant).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,133 @@
+"""What receivers get: the envelopes, headers and signatures of both surfaces (docs/webhooks.md).
+
+Bodies are rendered from the ``Event`` row alone, which never changes, so every attempt of a
+delivery carries the same bytes and the same event id; only the per-attempt headers (delivery
+id, timestamp, signature) differ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from typing import Any
+
+from analytics.models import Event, EventType
+from config.api.fields import format_timestamp
+from config.api.ids import decode, encode
+from leads.vocabulary import legacy_status, stored_from_v1
+
+# The specification's v1 webhook event types (Events, "Webhooks, v1 surface").
+V1_EVENT_TYPES: tuple[str, ...] = (
+    "lead.created", "lead.updated", "lead.qualified", "lead.converted", "lead.deleted",
+    "conversation.started", "conversation.completed", "conversation.handoff",
+    "message.received", "message.sent", "intent.high_value",
+)
+# The legacy surface's three.
+LEGACY_EVENT_TYPES: tuple[str, ...] = ("lead.created", "lead.qualified", "meeting.booked")
+
+# The payload version of v1 envelopes (``apiVersion``): the date this format was fixed.
+API_VERSION = "2026-11-01"
+USER_AGENT = "SalesAgentService-Webhooks/1.0"
+SECRET_PREFIX = "whsec_"
+
+
+def new_secret() -> str:
+    """A signing secret with 256 bits of randomness."""
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def attempt_id(pk) -> str:
+    """The ``X-Service-Delivery`` value of one attempt."""
+    return encode("wha", pk)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# --- v1 -------------------------------------------------------------------------------------
+
+def v1_envelope(event: Event) -> dict[str, Any]:
+    return {
+        "id": encode("evt", event.pk),
+        "type": event.type,
+        "apiVersion": API_VERSION,
+        "createdAt": format_timestamp(event.occurred_at),
+        "data": event.data,
+    }
+
+
+def v1_signature(secret: str, timestamp: int, body: bytes) -> str:
+    """hex HMAC-SHA256(secret, "<timestamp>.<raw body>")."""
+    return hmac.new(secret.encode(), str(timestamp).encode() + b"." + body,
+                    hashlib.sha256).hexdigest()
+
+
+def v1_request(event: Event, *, secret: str, attempt: str, timestamp: int
+               ) -> tuple[bytes, dict[str, str]]:
+    body = _dumps(v1_envelope(event))
+    return body, {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Service-Event": event.type,
+        "X-Service-Delivery": attempt,
+        "X-Service-Timestamp": str(timestamp),
+        "X-Service-Signature": v1_signature(secret, timestamp, body),
+    }
+
+
+# --- legacy ---------------------------------------------------------------------------------
+
+def _legacy_word(v1_word: str | None) -> str | None:
+    """The legacy status of a v1 status in an event snapshot (new, qualified, qualifying for
+    contacted, booked for converted, disqualified for lost)."""
+    return None if v1_word is None else legacy_status(stored_from_v1(v1_word))
+
+
+def _legacy_lead(lead: dict[str, Any]) -> dict[str, Any]:
+    found = decode("lead", lead.get("id") or "")
+    return {
+        "id": str(found) if found else None,
+        "name": lead.get("name"),
+        "email": lead.get("email"),
+        "company": lead.get("company"),
+        "status": _legacy_word(lead.get("status")),
+        "qualificationScore": lead.get("score"),
+    }
+
+
+def legacy_data(event: Event) -> dict[str, Any]:
+    """The legacy ``data`` of an event, from the event's own snapshot (the lead as it was when
+    the event happened, not as it is when the webhook leaves)."""
+    if event.type == EventType.LEAD_CREATED:
+        return _legacy_lead(event.data.get("lead") or {})
+    if event.type == EventType.LEAD_QUALIFIED:
+        lead = event.data.get("lead") or {}
+        return {**_legacy_lead(lead),
+                "previousStatus": _legacy_word(lead.get("previousStatus")),
+                "qualificationReason": event.data.get("qualificationReason")}
+    # meeting.booked is written in the legacy shape already (conversations.presenters).
+    return dict(event.data)
+
+
+def legacy_envelope(event: Event) -> dict[str, Any]:
+    return {"event": event.type, "timestamp": format_timestamp(event.occurred_at),
+            "data": legacy_data(event)}
+
+
+def legacy_signature(secret: str, body: bytes) -> str:
+    """hex HMAC-SHA256(secret, raw body): the legacy surface signs the body alone."""
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def legacy_request(event: Event, *, secret: str, attempt: str) -> tuple[bytes, dict[str, str]]:
+    body = _dumps(legacy_envelope(event))
+    return body, {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Service-Event": event.type,
+        "X-Service-Delivery": attempt,
+        "X-Service-Signature": legacy_signature(secret, body),
+    }

@@ -1,0 +1,48 @@
+"""Reads of the webhooks: what the v1 API lists and what the dashboard (Settings, Webhooks)
+shows: subscriptions, legacy webhooks, the deliveries log with attempts, the failed ones."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import Prefetch, QuerySet
+
+from tenants.models import Tenant
+
+from .models import Delivery, DeliveryAttempt, DeliveryStatus, LegacyWebhook, Subscription
+
+_ATTEMPTS = Prefetch("attempts", queryset=DeliveryAttempt.objects.order_by("number", "attempted_at"))
+
+
+def subscription_list(*, tenant: Tenant, livemode: bool) -> QuerySet[Subscription]:
+    return Subscription.objects.filter(tenant=tenant, livemode=livemode).order_by("-created_at", "-id")
+
+
+def legacy_webhook_list(*, tenant: Tenant, livemode: bool = True) -> QuerySet[LegacyWebhook]:
+    return LegacyWebhook.objects.filter(tenant=tenant, livemode=livemode).order_by("-created_at", "-id")
+
+
+def with_attempts(deliveries: QuerySet[Delivery]) -> QuerySet[Delivery]:
+    """Deliveries ready to present: their event joined, their attempts in one more query."""
+    return deliveries.select_related("event").prefetch_related(_ATTEMPTS)
+
+
+def delivery_log(*, tenant: Tenant, livemode: bool, subscription_id: uuid.UUID | None = None,
+                 legacy_webhook_id: uuid.UUID | None = None, status: str | None = None,
+                 ) -> QuerySet[Delivery]:
+    """Deliveries newest first, optionally of one receiver or in one status."""
+    deliveries = Delivery.objects.filter(tenant=tenant, livemode=livemode)
+    if subscription_id is not None:
+        deliveries = deliveries.filter(subscription_id=subscription_id)
+    if legacy_webhook_id is not None:
+        deliveries = deliveries.filter(legacy_webhook_id=legacy_webhook_id)
+    if status is not None:
+        deliveries = deliveries.filter(status=status)
+    return with_attempts(deliveries.order_by("-created_at", "-id"))
+
+
+def failed_deliveries(*, tenant: Tenant, livemode: bool) -> QuerySet[Delivery]:
+    """The dashboard's list of deliveries that gave up (v1 ones can be retried), latest first."""
+    return with_attempts(Delivery.objects.filter(tenant=tenant, livemode=livemode,
+                                                 status=DeliveryStatus.FAILED)
+                         .order_by("-updated_at", "-id"))

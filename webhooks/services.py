@@ -1,0 +1,580 @@
+"""Every write of the webhooks: subscriptions of both surfaces, the fan-out of committed events
+into delivery rows, the attempt that sends one, the sweeper, and the manual retry.
+
+Delivery is at least once (docs/webhooks.md): a delivery row exists before anything is sent, a
+worker claims it so that no two workers send it at once, the attempt is recorded after the
+request, a sweeper re-enqueues whatever is due or was stranded by a dead worker, and a catch-up
+creates the rows of events whose on-commit fan-out never ran. Receivers de-duplicate on the
+event id, which every attempt repeats.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from analytics.models import Event
+from config.errors import Conflict, FieldError, InvalidRequest, Unprocessable
+from tenants import crypto
+from tenants.models import Tenant
+
+from . import envelopes, transport
+from .models import (
+    CLAIMABLE,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    LegacyWebhook,
+    Subscription,
+    SubscriptionStatus,
+    Surface,
+    Trigger,
+)
+
+logger = logging.getLogger("salesagent.webhooks")
+
+# Delays after a failed attempt, before the next one (the specification's schedules).
+V1_RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
+                   timedelta(hours=2), timedelta(hours=12), timedelta(hours=24))
+# The legacy table lists six attempts (immediately, then these five delays) although its prose
+# says "after 5 failed attempts": we follow the table (docs/webhooks.md).
+LEGACY_RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
+                       timedelta(hours=2), timedelta(hours=24))
+V1_MAX_ATTEMPTS = len(V1_RETRY_DELAYS) + 1  # 7
+LEGACY_MAX_ATTEMPTS = len(LEGACY_RETRY_DELAYS) + 1  # 6
+
+# A subscription every attempt of which has failed for this long is disabled.
+DISABLE_AFTER = timedelta(days=5)
+# A due delivery whose task has not run this long after it was enqueued is enqueued again: the
+# broker may have lost the message (a restarted Redis without persistence).
+REQUEUE_AFTER = timedelta(seconds=60)
+# A claim outlives the request's timeout by this much before the sweeper takes it back.
+LEASE_MARGIN = timedelta(seconds=60)
+SWEEP_BATCH = 500
+# Events whose fan-out never ran are looked for this far back, once the hook had time to run.
+CATCH_UP_WINDOW = timedelta(minutes=15)
+CATCH_UP_GRACE = timedelta(seconds=30)
+
+SECRET_MIN_LENGTH = 16
+SECRET_MAX_LENGTH = 256
+UNSET: Any = object()
+
+
+def timeout_seconds() -> float:
+    return float(getattr(settings, "WEBHOOKS_TIMEOUT_SECONDS", 30))
+
+
+# --- validation -----------------------------------------------------------------------------
+
+def _clean_url(url: Any) -> str:
+    """A URL that may receive webhooks now: 400 for its shape, 422 for where it points."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidRequest(details=[FieldError("url", "required", "A URL is required.")])
+    url = url.strip()
+    try:
+        transport.check_target(url)
+    except transport.TargetRefused as exc:
+        error = FieldError("url", exc.code, exc.message)
+        if exc.semantic:
+            raise Unprocessable("The webhook URL may not receive webhooks.",
+                                details=[error]) from None
+        raise InvalidRequest("The webhook URL is not valid.", details=[error]) from None
+    return url
+
+
+def _clean_events(events: Any, allowed: tuple[str, ...]) -> list[str]:
+    """The event types, in the order given, without repeats; each must be one of ``allowed``."""
+    if not isinstance(events, list) or not events:
+        raise InvalidRequest(details=[FieldError("events", "required",
+                                                 "At least one event type is required.")])
+    bad = [FieldError(f"events[{i}]", "invalid_enum", "One of " + ", ".join(allowed) + ".")
+           for i, value in enumerate(events) if value not in allowed]
+    if bad:
+        raise InvalidRequest("Unknown event types.", details=bad)
+    return list(dict.fromkeys(events))
+
+
+def _clean_secret(secret: Any) -> str:
+    if secret is None:
+        return envelopes.new_secret()
+    if not isinstance(secret, str):
+        raise InvalidRequest(details=[FieldError("secret", "invalid_format", "Expected a string.")])
+    if len(secret) < SECRET_MIN_LENGTH:
+        raise InvalidRequest(details=[FieldError(
+            "secret", "too_short", f"At least {SECRET_MIN_LENGTH} characters.")])
+    if len(secret) > SECRET_MAX_LENGTH:
+        raise InvalidRequest(details=[FieldError(
+            "secret", "too_long", f"At most {SECRET_MAX_LENGTH} characters.")])
+    return secret
+
+
+# --- v1 subscriptions -----------------------------------------------------------------------
+
+@transaction.atomic
+def subscription_create(*, tenant: Tenant, livemode: bool, url: str, events: list[str],
+                        secret: str | None = None) -> tuple[Subscription, str]:
+    """Creates an active subscription; returns it with its secret (generated when not given),
+    which the caller shows this once."""
+    url = _clean_url(url)
+    events = _clean_events(events, envelopes.V1_EVENT_TYPES)
+    secret = _clean_secret(secret)
+    now = timezone.now()
+    subscription = Subscription.objects.create(
+        tenant=tenant, livemode=livemode, url=url, events=events,
+        secret_encrypted=crypto.encrypt(secret), created_at=now, updated_at=now,
+    )
+    return subscription, secret
+
+
+@transaction.atomic
+def subscription_update(*, subscription: Subscription, url: str = UNSET, events: list[str] = UNSET,
+                        status: str = UNSET) -> Subscription:
+    """Changes the URL, the event types or the status. Setting ``active`` re-enables a disabled
+    subscription (and forgets its failure streak); ``disabled`` stops its deliveries."""
+    current = Subscription.objects.select_for_update().get(pk=subscription.pk)
+    now = timezone.now()
+    if url is not UNSET:
+        current.url = _clean_url(url)
+    if events is not UNSET:
+        current.events = _clean_events(events, envelopes.V1_EVENT_TYPES)
+    if status is not UNSET:
+        if status not in SubscriptionStatus.values:
+            raise InvalidRequest(details=[FieldError("status", "invalid_enum", "active or disabled")])
+        if status == SubscriptionStatus.ACTIVE and current.status != status:
+            current.disabled_reason, current.disabled_at, current.failing_since = "", None, None
+        elif status == SubscriptionStatus.DISABLED and current.status != status:
+            current.disabled_reason = "Disabled through the API."
+            current.disabled_at = now
+        current.status = status
+    current.updated_at = now
+    current.save()
+    return current
+
+
+@transaction.atomic
+def subscription_delete(*, subscription: Subscription) -> None:
+    """Deletes the subscription with its deliveries: nothing more is sent to it."""
+    Subscription.objects.filter(pk=subscription.pk).delete()
+
+
+# --- legacy webhooks ------------------------------------------------------------------------
+
+@transaction.atomic
+def legacy_webhook_create(*, tenant: Tenant, url: str, events: list[str],
+                          secret: str | None = None, livemode: bool = True,
+                          ) -> tuple[LegacyWebhook, str]:
+    """Configures a legacy webhook (dashboard, Settings, Webhooks); returns it with its secret."""
+    url = _clean_url(url)
+    events = _clean_events(events, envelopes.LEGACY_EVENT_TYPES)
+    secret = _clean_secret(secret)
+    now = timezone.now()
+    webhook = LegacyWebhook.objects.create(
+        tenant=tenant, livemode=livemode, url=url, events=events,
+        secret_encrypted=crypto.encrypt(secret), created_at=now, updated_at=now,
+    )
+    return webhook, secret
+
+
+@transaction.atomic
+def legacy_webhook_update(*, webhook: LegacyWebhook, url: str = UNSET, events: list[str] = UNSET,
+                          active: bool = UNSET, secret: str = UNSET) -> LegacyWebhook:
+    """Changes a legacy webhook; a new ``secret`` signs every attempt made from now on."""
+    current = LegacyWebhook.objects.select_for_update().get(pk=webhook.pk)
+    if url is not UNSET:
+        current.url = _clean_url(url)
+    if events is not UNSET:
+        current.events = _clean_events(events, envelopes.LEGACY_EVENT_TYPES)
+    if active is not UNSET:
+        current.active = bool(active)
+    if secret is not UNSET:
+        current.secret_encrypted = crypto.encrypt(_clean_secret(secret))
+    current.updated_at = timezone.now()
+    current.save()
+    return current
+
+
+@transaction.atomic
+def legacy_webhook_delete(*, webhook: LegacyWebhook) -> None:
+    LegacyWebhook.objects.filter(pk=webhook.pk).delete()
+
+
+# --- fan-out --------------------------------------------------------------------------------
+
+def on_event_committed(event_id: uuid.UUID) -> None:
+    """The hook ``analytics.events.emit`` calls after the event's transaction committed."""
+    deliveries_create_for_event(event_id=event_id)
+
+
+def deliveries_create_for_event(*, event_id: uuid.UUID) -> list[uuid.UUID]:
+    """One pending delivery per matching active receiver of the event's tenant and mode, each
+    enqueued at once after this commits. Running it twice creates nothing more."""
+    event = Event.objects.filter(pk=event_id).only("id", "tenant_id", "livemode", "type").first()
+    if event is None:
+        return []
+    scope = {"tenant_id": event.tenant_id, "livemode": event.livemode}
+    now = timezone.now()
+    rows: list[Delivery] = []
+    if event.type in envelopes.V1_EVENT_TYPES:
+        for sub in Subscription.objects.filter(**scope, status=SubscriptionStatus.ACTIVE
+                                               ).only("id", "events"):
+            if event.type in sub.events:
+                rows.append(_delivery_row(**scope, event_id=event.pk, surface=Surface.V1,
+                                          receiver_id=sub.pk, now=now))
+    if event.type in envelopes.LEGACY_EVENT_TYPES:
+        for hook in LegacyWebhook.objects.filter(**scope, active=True).only("id", "events"):
+            if event.type in hook.events:
+                rows.append(_delivery_row(**scope, event_id=event.pk, surface=Surface.LEGACY,
+                                          receiver_id=hook.pk, now=now))
+    if not rows:
+        return []
+    ids = [row.pk for row in rows]
+    with transaction.atomic():
+        Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+        transaction.on_commit(partial(enqueue, ids))
+    return ids
+
+
+def deliveries_catch_up(*, now: datetime | None = None) -> int:
+    """Run by beat every minute: delivery rows for recent events whose fan-out never ran (the
+    process stopped between the event's commit and its on-commit hook). Returns how many.
+
+    Events of the last ``CATCH_UP_WINDOW`` and older than ``CATCH_UP_GRACE`` (younger ones are
+    still the hook's) are matched against the active receivers that existed, as they are now,
+    when the event happened (``updated_at`` no later than the event): a subscription created or
+    changed afterwards does not receive earlier events.
+    """
+    now = now or timezone.now()
+    newest = now - CATCH_UP_GRACE
+    groups: dict[tuple[uuid.UUID, bool], list[tuple[str, uuid.UUID, list[str], datetime]]] = {}
+    for pk, tenant_id, livemode, events, since in (
+            Subscription.objects.filter(status=SubscriptionStatus.ACTIVE, updated_at__lte=newest)
+            .values_list("id", "tenant_id", "livemode", "events", "updated_at")):
+        groups.setdefault((tenant_id, livemode), []).append((Surface.V1, pk, events, since))
+    for pk, tenant_id, livemode, events, since in (
+            LegacyWebhook.objects.filter(active=True, updated_at__lte=newest)
+            .values_list("id", "tenant_id", "livemode", "events", "updated_at")):
+        groups.setdefault((tenant_id, livemode), []).append((Surface.LEGACY, pk, events, since))
+
+    rows: list[Delivery] = []
+    for (tenant_id, livemode), receivers in groups.items():
+        types = {t for _, _, events, _ in receivers for t in events}
+        oldest = max(now - CATCH_UP_WINDOW, min(since for *_, since in receivers))
+        recent = list(Event.objects.filter(
+            tenant_id=tenant_id, livemode=livemode, type__in=types,
+            occurred_at__gte=oldest, occurred_at__lte=newest,
+        ).values_list("id", "type", "occurred_at"))
+        if not recent:
+            continue
+        existing = {(e, s or w) for e, s, w in Delivery.objects.filter(
+            event_id__in=[event_id for event_id, _, _ in recent],
+        ).values_list("event_id", "subscription_id", "legacy_webhook_id")}
+        for event_id, event_type, occurred_at in recent:
+            for surface, receiver_id, events, since in receivers:
+                if (event_type in events and since <= occurred_at
+                        and (event_id, receiver_id) not in existing):
+                    rows.append(_delivery_row(tenant_id=tenant_id, livemode=livemode,
+                                              event_id=event_id, surface=surface,
+                                              receiver_id=receiver_id, now=now))
+    if not rows:
+        return 0
+    with transaction.atomic():
+        created = Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+        transaction.on_commit(partial(enqueue, [row.pk for row in created]))
+    logger.warning("Webhook fan-out caught up %s deliveries whose events' hooks never ran",
+                   len(rows))
+    return len(rows)
+
+
+def _delivery_row(*, tenant_id: uuid.UUID, livemode: bool, event_id: uuid.UUID, surface: str,
+                  receiver_id: uuid.UUID, now: datetime) -> Delivery:
+    receiver = ({"subscription_id": receiver_id} if surface == Surface.V1
+                else {"legacy_webhook_id": receiver_id})
+    return Delivery(tenant_id=tenant_id, livemode=livemode, surface=surface, event_id=event_id,
+                    next_attempt_at=now, enqueued_at=now, created_at=now, updated_at=now,
+                    **receiver)
+
+
+def enqueue(delivery_ids: Iterable[uuid.UUID]) -> None:
+    """Puts one delivery task per id on the broker, through one producer (and, where kombu has
+    publish batches, one round trip per batch). A broker failure loses nothing: the rows stay
+    due and the sweeper enqueues them again after ``REQUEUE_AFTER``."""
+    from .tasks import deliver
+
+    ids = [str(delivery_id) for delivery_id in delivery_ids]
+    if not ids:
+        return
+    try:
+        with deliver.app.producer_or_acquire() as producer:
+            batch = producer.batch() if hasattr(producer, "batch") else contextlib.nullcontext()
+            with batch:
+                for delivery_id in ids:
+                    deliver.apply_async((delivery_id,), producer=producer)
+    except Exception:
+        logger.exception("Could not enqueue %s webhook deliveries; the sweeper will", len(ids))
+
+
+# --- one attempt ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Claim:
+    delivery: Delivery
+    token: uuid.UUID
+    number: int
+    trigger: str
+
+
+def _claim(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:
+    """Marks a due delivery ``delivering`` for this worker alone, or returns None when it is not
+    due, already taken, or gone. The row comes back with its event and receiver."""
+    token = uuid.uuid4()
+    lease = now + timedelta(seconds=timeout_seconds()) + LEASE_MARGIN
+    claimed = {"status": DeliveryStatus.DELIVERING, "claim_token": token,
+               "lease_expires_at": lease, "last_attempt_at": now, "updated_at": now}
+    conditions = {"pk": delivery_id, "status__in": CLAIMABLE, "next_attempt_at__lte": now}
+    joined = Delivery.objects.select_related("event", "subscription", "legacy_webhook")
+    with transaction.atomic():
+        if connection.features.has_select_for_update_skip_locked:
+            # Another worker holding the row means it is taken: skip, do not wait. Only the
+            # delivery is locked (its receiver is on the nullable side of a join).
+            delivery = (joined.filter(**conditions)
+                        .select_for_update(skip_locked=True, of=("self",)).first())
+            if delivery is None:
+                return None
+            Delivery.objects.filter(pk=delivery_id).update(
+                **claimed, attempt_count=F("attempt_count") + 1)
+            for field, value in claimed.items():
+                setattr(delivery, field, value)
+            delivery.attempt_count += 1
+        else:
+            # Without row locks the status condition of the UPDATE is the claim: one writer wins.
+            due = Delivery.objects.filter(**conditions)
+            if due.update(**claimed, attempt_count=F("attempt_count") + 1) != 1:
+                return None
+            delivery = joined.get(pk=delivery_id)
+    return _Claim(delivery=delivery, token=token, number=delivery.attempt_count,
+                  trigger=delivery.next_trigger)
+
+
+def delivery_attempt(*, delivery_id: uuid.UUID, now: datetime | None = None
+                     ) -> DeliveryAttempt | None:
+    """Sends a due delivery once and records the attempt; None when there was nothing to send
+    (not due, taken by another worker, gone, or its receiver disabled).
+
+    ``now`` is the clock of the schedule (tests move it); the request's own timestamp and timing
+    are real.
+    """
+    now = now or timezone.now()
+    claim = _claim(delivery_id, now)
+    if claim is None:
+        return None
+    delivery = claim.delivery
+    receiver = delivery.subscription or delivery.legacy_webhook
+    if receiver is None or not _receiver_active(delivery):
+        _give_up(delivery, token=claim.token, now=now,
+                 reason="Not sent: the receiver is disabled.")
+        return None
+
+    attempt_pk = uuid.uuid4()
+    secret = receiver.secret
+    if not secret:
+        outcome = transport.Outcome(None, 0, error="Not sent: the signing secret cannot be read "
+                                                   "(FIELD_ENCRYPTION_KEY changed?).")
+    else:
+        if delivery.surface == Surface.V1:
+            body, headers = envelopes.v1_request(delivery.event, secret=secret,
+                                                 attempt=envelopes.attempt_id(attempt_pk),
+                                                 timestamp=int(time.time()))
+        else:
+            body, headers = envelopes.legacy_request(delivery.event, secret=secret,
+                                                     attempt=envelopes.attempt_id(attempt_pk))
+        outcome = transport.post(receiver.url, body, headers, timeout=timeout_seconds())
+    return _record(claim, attempt_pk=attempt_pk, outcome=outcome, now=now)
+
+
+def _receiver_active(delivery: Delivery) -> bool:
+    if delivery.subscription is not None:
+        return delivery.subscription.status == SubscriptionStatus.ACTIVE
+    return delivery.legacy_webhook.active
+
+
+def _give_up(delivery: Delivery, *, token: uuid.UUID, now: datetime, reason: str) -> None:
+    Delivery.objects.filter(pk=delivery.pk, claim_token=token).update(
+        status=DeliveryStatus.FAILED, attempt_count=F("attempt_count") - 1,
+        next_attempt_at=None, lease_expires_at=None, claim_token=None, enqueued_at=None,
+        last_error=reason, updated_at=now)
+
+
+@transaction.atomic
+def _record(claim: _Claim, *, attempt_pk: uuid.UUID, outcome: transport.Outcome, now: datetime
+            ) -> DeliveryAttempt | None:
+    delivery = claim.delivery
+    changes = _settlement(delivery, number=claim.number, trigger=claim.trigger,
+                          success=outcome.success, status_code=outcome.status_code,
+                          error=outcome.error, now=now)
+    # Only the holder of the claim may settle it (the UPDATE's condition is the check).
+    settled = Delivery.objects.filter(pk=delivery.pk, claim_token=claim.token,
+                                      status=DeliveryStatus.DELIVERING).update(**changes)
+    if settled != 1:
+        # The claim was taken back (lease overrun) or the receiver deleted meanwhile.
+        logger.warning("Webhook delivery %s: result of attempt %s dropped, the claim is gone",
+                       delivery.pk, claim.number)
+        return None
+    attempt = DeliveryAttempt.objects.create(
+        id=attempt_pk, delivery=delivery, number=claim.number, trigger=claim.trigger,
+        attempted_at=now, status_code=outcome.status_code, duration_ms=outcome.duration_ms,
+        success=outcome.success, error=outcome.error[:500], response_excerpt=outcome.excerpt,
+        remote_address=outcome.remote_address,
+    )
+    _after_settling(delivery, changes, success=outcome.success, error=outcome.error, now=now)
+    return attempt
+
+
+def _settlement(delivery: Delivery, *, number: int, trigger: str, success: bool,
+                status_code: int | None, error: str, now: datetime) -> dict[str, Any]:
+    """The delivery's fields after attempt ``number``: delivered, waiting for the next step of
+    its schedule, or failed."""
+    changes: dict[str, Any] = {
+        "last_status_code": status_code, "last_error": error[:500], "lease_expires_at": None,
+        "claim_token": None, "enqueued_at": None, "next_trigger": Trigger.SCHEDULED,
+        "updated_at": now,
+    }
+    if success:
+        return {**changes, "status": DeliveryStatus.DELIVERED, "delivered_at": now,
+                "next_attempt_at": None}
+    delays = V1_RETRY_DELAYS if delivery.surface == Surface.V1 else LEGACY_RETRY_DELAYS
+    # A manual attempt is one more try of a settled delivery, never the start of a schedule.
+    if trigger == Trigger.SCHEDULED and number <= len(delays):
+        return {**changes, "status": DeliveryStatus.WAITING_RETRY,
+                "next_attempt_at": now + delays[number - 1]}
+    return {**changes, "status": DeliveryStatus.FAILED, "next_attempt_at": None}
+
+
+def _after_settling(delivery: Delivery, changes: dict[str, Any], *, success: bool, error: str,
+                    now: datetime) -> None:
+    if changes["status"] == DeliveryStatus.FAILED and delivery.surface == Surface.LEGACY:
+        logger.warning("Legacy webhook delivery %s dropped after %s attempts: %s",
+                       delivery.pk, delivery.attempt_count, error)
+    if delivery.subscription_id is None:
+        return
+    if success and delivery.subscription.failing_since is None:
+        # No streak as of the claim: nothing to clear. A failure of another delivery recorded
+        # while this attempt was in flight keeps its streak start until the next success: the
+        # streak is then early by at most one attempt's duration.
+        return
+    _subscription_health(delivery.subscription_id, success=success, error=error, now=now)
+
+
+def _subscription_health(subscription_id: uuid.UUID, *, success: bool, error: str,
+                         now: datetime) -> None:
+    """Keeps the failure streak; five days of nothing but failures disable the subscription."""
+    subs = Subscription.objects.filter(pk=subscription_id)
+    if success:
+        subs.filter(failing_since__isnull=False).update(failing_since=None)
+        return
+    subs.filter(failing_since__isnull=True).update(failing_since=now)
+    streak_start = subs.values_list("failing_since", flat=True).first()
+    if streak_start is not None and now - streak_start >= DISABLE_AFTER:
+        reason = (f"Disabled automatically: every delivery attempt failed for 5 days in a row "
+                  f"(since {streak_start:%Y-%m-%d %H:%M} UTC; last error: {error})")[:500]
+        subs.filter(status=SubscriptionStatus.ACTIVE).update(
+            status=SubscriptionStatus.DISABLED, disabled_reason=reason, disabled_at=now,
+            updated_at=now)
+
+
+# --- the sweeper ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SweepResult:
+    enqueued: int
+    recovered: int
+
+
+def deliveries_sweep(*, now: datetime | None = None, batch: int = SWEEP_BATCH) -> SweepResult:
+    """Run by beat every few seconds: takes back deliveries whose worker died mid-attempt, and
+    enqueues the due ones that no task is known to be carrying. Safe to run twice at once."""
+    now = now or timezone.now()
+    recovered = _recover_stranded(now, batch)
+    skip_locked = connection.features.has_select_for_update_skip_locked
+    with transaction.atomic():
+        due = (Delivery.objects.filter(status__in=CLAIMABLE, next_attempt_at__lte=now)
+               .exclude(enqueued_at__gt=now - REQUEUE_AFTER)
+               .order_by("next_attempt_at"))
+        if skip_locked:
+            due = due.select_for_update(skip_locked=True)
+        ids = list(due.values_list("pk", flat=True)[:batch])
+        if ids:
+            Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
+    # The rows were committed long ago; only enqueued_at changed, so no need to wait for a commit.
+    enqueue(ids)
+    return SweepResult(enqueued=len(ids), recovered=recovered)
+
+
+def _recover_stranded(now: datetime, batch: int) -> int:
+    """A ``delivering`` delivery past its lease lost its worker: its attempt counts as failed
+    (the request may or may not have left) and the schedule goes on."""
+    skip_locked = connection.features.has_select_for_update_skip_locked
+    count = 0
+    with transaction.atomic():
+        stranded = Delivery.objects.filter(status=DeliveryStatus.DELIVERING,
+                                           lease_expires_at__lt=now).order_by("lease_expires_at")
+        if skip_locked:
+            stranded = stranded.select_for_update(skip_locked=True)
+        for delivery in list(stranded[:batch]):
+            # Re-checked in the UPDATE, so a worker finishing right now wins cleanly.
+            took = Delivery.objects.filter(pk=delivery.pk, claim_token=delivery.claim_token,
+                                           status=DeliveryStatus.DELIVERING).update(claim_token=None)
+            if took != 1:
+                continue
+            error = "No result: the worker stopped before the attempt finished (lease expired)."
+            DeliveryAttempt.objects.create(
+                delivery=delivery, number=delivery.attempt_count, trigger=delivery.next_trigger,
+                attempted_at=delivery.last_attempt_at or now, error=error)
+            changes = _settlement(delivery, number=delivery.attempt_count,
+                                  trigger=delivery.next_trigger, success=False, status_code=None,
+                                  error=error, now=now)
+            Delivery.objects.filter(pk=delivery.pk).update(**changes)
+            _after_settling(delivery, changes, success=False, error=error, now=now)
+            count += 1
+    return count
+
+
+# --- manual retry ---------------------------------------------------------------------------
+
+RETRIABLE = (DeliveryStatus.FAILED, DeliveryStatus.DELIVERED)
+
+
+@transaction.atomic
+def delivery_retry(*, delivery: Delivery) -> Delivery:
+    """Sends a settled v1 delivery once more, now (the dashboard's and the API's retry): a failed
+    one after its receiver is fixed, a delivered one as a replay. The attempt is recorded as
+    manual; if it fails, the delivery is failed again (no new schedule)."""
+    current = (Delivery.objects.select_for_update(of=("self",)).select_related("subscription")
+               .get(pk=delivery.pk))
+    if current.surface != Surface.V1:
+        raise Conflict("Legacy deliveries are not retried by hand; the event was dropped.")
+    if current.status not in RETRIABLE:
+        raise Conflict(f"The delivery is {current.status.replace('_', ' ')}: only failed or "
+                       "delivered deliveries can be retried by hand.")
+    if current.subscription.status != SubscriptionStatus.ACTIVE:
+        raise Conflict("The subscription is disabled: re-enable it (PATCH status=active) first.")
+    now = timezone.now()
+    current.status = DeliveryStatus.PENDING
+    current.next_trigger = Trigger.MANUAL
+    current.next_attempt_at = now
+    current.enqueued_at = now
+    current.updated_at = now
+    current.save()
+    transaction.on_commit(partial(enqueue, [current.pk]))
+    return current

@@ -1,0 +1,279 @@
+"""Where a webhook may go, and the one HTTP request that takes it there.
+
+A receiver's URL names a host; a host names addresses. A webhook must never reach the service's
+own network (server-side request forgery), so the host is resolved once, every address it
+resolves to must be public, and the request connects to one of those very addresses, with the
+name kept for the ``Host`` header, TLS SNI and certificate check. A DNS answer that changes
+between the check and the connection (DNS rebinding) therefore cannot redirect the request, and
+the address actually connected to is checked once more. Redirects are never followed.
+
+``WEBHOOKS_ALLOW_HTTP`` and ``WEBHOOKS_ALLOW_PRIVATE_TARGETS`` lift the two rules for tests and
+local development; both are off by default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import ipaddress
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import SplitResult, urlsplit
+
+from django.conf import settings
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+MAX_URL_LENGTH = 2048
+EXCERPT_CHARS = 1024  # of the receiver's answer, kept on the attempt
+_READ_BYTES = 16 * 1024  # what is read of the answer's body at most
+
+# Ranges that ipaddress does not already call private, loopback, link-local, multicast, reserved
+# or unspecified, but that are no public Internet host either.
+_NON_PUBLIC_V4 = (
+    ipaddress.ip_network("100.64.0.0/10"),  # carrier-grade NAT (RFC 6598)
+    ipaddress.ip_network("192.0.0.0/24"),  # IETF protocol assignments
+    ipaddress.ip_network("198.18.0.0/15"),  # benchmarking
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # an IPv4 address in IPv6 clothing
+
+
+class TargetRefused(Exception):
+    """The URL may not receive webhooks (scheme, shape, or a non-public address)."""
+
+    def __init__(self, message: str, *, code: str = "invalid_format", semantic: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        # True when the URL is well formed but points where webhooks may not go (422, not 400).
+        self.semantic = semantic
+
+
+def allow_http() -> bool:
+    return bool(getattr(settings, "WEBHOOKS_ALLOW_HTTP", False))
+
+
+def allow_private() -> bool:
+    return bool(getattr(settings, "WEBHOOKS_ALLOW_PRIVATE_TARGETS", False))
+
+
+def is_public(address: IPAddress) -> bool:
+    """Whether a webhook may connect to ``address``: a public unicast Internet address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is not None:
+            return is_public(embedded)
+        if address.teredo is not None:
+            return is_public(address.teredo[1])
+        if address in _NAT64:
+            return is_public(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    if (address.is_private or address.is_loopback or address.is_link_local
+            or address.is_multicast or address.is_reserved or address.is_unspecified):
+        return False
+    if isinstance(address, ipaddress.IPv4Address) and any(address in n for n in _NON_PUBLIC_V4):
+        return False
+    return address.is_global
+
+
+def parse_url(url: str) -> SplitResult:
+    """The URL's parts, if its shape may receive webhooks (scheme, host, no credentials)."""
+    if len(url) > MAX_URL_LENGTH:
+        raise TargetRefused(f"At most {MAX_URL_LENGTH} characters.", code="too_long")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError on a malformed port
+    except ValueError:
+        raise TargetRefused("Not a valid URL.") from None
+    schemes = ("https", "http") if allow_http() else ("https",)
+    if parts.scheme not in schemes:
+        raise TargetRefused("Webhook URLs must use https." if parts.scheme == "http"
+                            else "Expected an https:// URL.")
+    if not parts.hostname:
+        raise TargetRefused("The URL has no host.")
+    if parts.username is not None or parts.password is not None:
+        raise TargetRefused("Credentials in the URL are not allowed; deliveries are signed.")
+    if any(c.isspace() for c in url):
+        raise TargetRefused("The URL contains whitespace.")
+    return parts
+
+
+def default_port(parts: SplitResult) -> int:
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """Every address the host resolves to, in the resolver's order (tests replace this)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    seen: list[str] = []
+    for info in infos:
+        address = str(info[4][0]).split("%", 1)[0]  # drop an IPv6 zone id
+        if address not in seen:
+            seen.append(address)
+    return seen
+
+
+def public_addresses(host: str, port: int) -> list[IPAddress]:
+    """The host's addresses, all of them public (unless private targets are allowed)."""
+    try:
+        raw = resolve(host, port)
+    except (OSError, UnicodeError) as exc:
+        raise TargetRefused(f"The host {host!r} does not resolve ({exc}).", semantic=True) from None
+    if not raw:
+        raise TargetRefused(f"The host {host!r} does not resolve.", semantic=True)
+    addresses = [ipaddress.ip_address(a) for a in raw]
+    if not allow_private():
+        # One non-public address is enough to refuse: which one a client picks is not ours to say.
+        for address in addresses:
+            if not is_public(address):
+                raise TargetRefused(
+                    f"The host {host!r} resolves to {address}, which is not a public address.",
+                    semantic=True)
+    return addresses
+
+
+def check_target(url: str) -> None:
+    """Raises TargetRefused unless ``url`` may receive webhooks now."""
+    parts = parse_url(url)
+    public_addresses(parts.hostname, default_port(parts))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one request achieved. ``status_code`` is None when no answer came."""
+
+    status_code: int | None
+    duration_ms: int
+    error: str = ""
+    excerpt: str = ""
+    remote_address: str = ""
+
+    @property
+    def success(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300 and not self.error
+
+
+class _PinnedConnection(http.client.HTTPConnection):
+    """HTTP(S) to one given address, whatever the name resolves to by now.
+
+    ``host`` stays the URL's name, so the ``Host`` header, SNI and the certificate check are the
+    name's; only the TCP connection goes to ``address``.
+    """
+
+    def __init__(self, host: str, port: int, *, address: IPAddress, timeout: float,
+                 tls_context: ssl.SSLContext | None):
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+        self._tls = tls_context
+        # The Host header omits the port when it is the scheme's default.
+        self.default_port = 443 if tls_context is not None else 80
+        self.raw_socket: socket.socket | None = None
+
+    def connect(self) -> None:
+        family = socket.AF_INET6 if self._address.version == 6 else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        self.raw_socket = sock
+        sock.settimeout(self.timeout)
+        sock.connect((str(self._address), self.port))
+        peer = ipaddress.ip_address(sock.getpeername()[0].split("%", 1)[0])
+        if not allow_private() and not is_public(peer):
+            sock.close()
+            raise TargetRefused(f"Connected to {peer}, which is not a public address.",
+                                semantic=True)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = (self._tls.wrap_socket(sock, server_hostname=self.host)
+                     if self._tls is not None else sock)
+
+
+@lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> Outcome:
+    """POSTs ``body`` to ``url`` and says how it went; never raises for the receiver's faults.
+
+    ``timeout`` bounds the whole exchange, from the name's resolution to the answer's status line
+    and headers: a receiver that trickles bytes cannot hold a worker longer than that (a
+    resolver that hangs is bounded by its own timeouts).
+    """
+    started = time.monotonic()
+
+    def elapsed_ms() -> int:
+        return int((time.monotonic() - started) * 1000)
+
+    try:
+        parts = parse_url(url)
+        port = default_port(parts)
+        addresses = public_addresses(parts.hostname, port)
+    except TargetRefused as exc:
+        return Outcome(None, elapsed_ms(), error=f"Refused: {exc.message}")
+
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    remaining = timeout - (time.monotonic() - started)  # resolution counts against the timeout
+    if remaining <= 0:
+        return Outcome(None, elapsed_ms(), error=_timeout_message(timeout))
+    conn = _PinnedConnection(parts.hostname, port, address=addresses[0], timeout=remaining,
+                             tls_context=_tls_context() if parts.scheme == "https" else None)
+    timed_out = threading.Event()
+
+    def abort() -> None:
+        # Wakes a worker blocked in connect/recv: the deadline is the whole exchange's.
+        timed_out.set()
+        # After the TLS handshake the raw socket is detached into conn.sock.
+        sock = conn.sock or conn.raw_socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(remaining, abort)
+    watchdog.daemon = True
+    watchdog.start()
+    remote = str(addresses[0])
+    try:
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            response = conn.getresponse()
+        except TargetRefused as exc:
+            return Outcome(None, elapsed_ms(), error=f"Refused: {exc.message}", remote_address=remote)
+        except TimeoutError:
+            return Outcome(None, elapsed_ms(), error=_timeout_message(timeout), remote_address=remote)
+        except ssl.SSLError as exc:
+            return Outcome(None, elapsed_ms(), error=f"TLS error: {exc}"[:500], remote_address=remote)
+        except ConnectionRefusedError:
+            return Outcome(None, elapsed_ms(), error="Connection refused.", remote_address=remote)
+        except (OSError, http.client.HTTPException) as exc:
+            if timed_out.is_set():
+                return Outcome(None, elapsed_ms(), error=_timeout_message(timeout),
+                               remote_address=remote)
+            kind = "Invalid HTTP answer" if isinstance(exc, http.client.HTTPException) else \
+                "Connection failed"
+            return Outcome(None, elapsed_ms(), error=f"{kind}: {exc!r}"[:500], remote_address=remote)
+        if timed_out.is_set():
+            return Outcome(None, elapsed_ms(), error=_timeout_message(timeout), remote_address=remote)
+        status = response.status
+        duration = elapsed_ms()  # the answer came: its body is only read for the record
+        try:
+            raw = response.read(_READ_BYTES)
+        except (OSError, http.client.HTTPException):
+            raw = b""
+        excerpt = raw.decode("utf-8", errors="replace")[:EXCERPT_CHARS]
+        error = ""
+        if 300 <= status < 400:
+            location = response.getheader("Location") or "nowhere"
+            error = f"Redirect ({status} to {location[:200]}) not followed."
+        elif not 200 <= status < 300:
+            error = f"The receiver answered {status}."
+        return Outcome(status, duration, error=error, excerpt=excerpt, remote_address=remote)
+    finally:
+        watchdog.cancel()
+        conn.close()
+
+
+def _timeout_message(timeout: float) -> str:
+    return f"Timed out: no answer within {timeout:g} s."

@@ -1,0 +1,162 @@
+"""The widget's public endpoints on the legacy surface: its configuration (``GET /api/widget``)
+and the long-lived stream of a chat session (``GET /api/chat/stream``) that brings a human
+rep's reply to the visitor's open widget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
+from analytics.services import record_widget_visit
+from config.api.query import parse_query
+from config.api.schema import legacy_errors
+from config.api.views import PublicLegacyAPIView
+from config.errors import NotFound
+from conversations import live
+from conversations.api.sse import event_stream_response, frame
+from conversations.models import Conversation
+from tenants.models import Tenant
+from widget.models import Position
+from widget.services import widget_look
+
+SNAPSHOT_MESSAGES = 50
+
+
+class WidgetQuery(serializers.Serializer):
+    tenant = serializers.CharField(max_length=40, help_text="The tenant's public id (data-tenant).")
+    visitorId = serializers.CharField(  # noqa: N815 - the query parameter's name
+        max_length=200, required=False,
+        help_text="The widget's visitor id: each visitor's first load of a day is a funnel visit.")
+
+
+class WidgetConfigSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    name = serializers.CharField()
+    title = serializers.CharField()
+    greeting = serializers.CharField(allow_blank=True)
+    position = serializers.ChoiceField(choices=Position.values)
+    theme = inline_serializer(name="WidgetTheme", fields={
+        "primaryColor": serializers.CharField(), "textColor": serializers.CharField()})
+
+
+def _tenant_in_query(request) -> Tenant | None:
+    """The tenant a widget request names (``?tenant=``), for its per-tenant rate limit."""
+    public_id = request.GET.get("tenant", "")
+    if not public_id or len(public_id) > 40:
+        return None
+    return Tenant.objects.filter(public_id=public_id).first()
+
+
+def _tenant(public_id: str) -> Tenant:
+    tenant = Tenant.objects.filter(public_id=public_id).first()
+    if tenant is None:
+        raise NotFound("Unknown tenant.")
+    return tenant
+
+
+class WidgetConfigView(PublicLegacyAPIView):
+    """``GET /api/widget?tenant=<public id>&visitorId=``: what the widget needs before it shows
+    itself. A load that names its visitor counts in the analytics funnel's Visitors stage."""
+
+    # docs/rate-limits.md: per client address and per tenant.
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
+
+    @extend_schema(
+        operation_id="legacy_widget_config",
+        auth=[],
+        parameters=[WidgetQuery],
+        responses={200: WidgetConfigSerializer, **legacy_errors(400, 404, public=True)},
+    )
+    def get(self, request):
+        query = parse_query(request, WidgetQuery)
+        tenant = _tenant(query["tenant"])
+        if query.get("visitorId"):
+            record_widget_visit(tenant=tenant, visitor_id=query["visitorId"], livemode=True)
+        look = widget_look(tenant=tenant)
+        response = Response({
+            "tenant": tenant.public_id,
+            "name": tenant.name,
+            "title": look.title,
+            "greeting": look.greeting,
+            "position": look.position,
+            "theme": {"primaryColor": look.primary_color, "textColor": look.text_color},
+        })
+        # Short: a change in the dashboard shows on the customer's site within a minute.
+        response["Cache-Control"] = "public, max-age=60"
+        return response
+
+
+class StreamQuery(serializers.Serializer):
+    tenant = serializers.CharField(max_length=40)
+    sessionId = serializers.UUIDField()  # noqa: N815 - the query parameter's name
+    visitorId = serializers.CharField(max_length=200)  # noqa: N815
+
+
+def _snapshot(conversation_id) -> dict[str, Any]:
+    conversation = Conversation.objects.select_related("assigned_to").get(pk=conversation_id)
+    recent = list(conversation.messages.select_related("author")
+                  .order_by("-sequence")[:SNAPSHOT_MESSAGES])
+    return {
+        "sessionId": str(conversation.pk),
+        **live.status_payload(conversation),
+        "messages": [live.message_payload(m) for m in reversed(recent)],
+    }
+
+
+class ChatStreamView(PublicLegacyAPIView):
+    """``GET /api/chat/stream?tenant=&sessionId=&visitorId=``: Server-Sent Events of one chat
+    session, open as long as the visitor's page is."""
+
+    # Opening the stream is a cheap read, once per page view (and per reconnection): it counts
+    # with the widget's requests, not against the chat's language-model budget.
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
+
+    def perform_content_negotiation(self, request, force=False):
+        renderer = JSONRenderer()  # errors are JSON whatever the Accept header (EventSource's)
+        return renderer, renderer.media_type
+
+    @extend_schema(
+        operation_id="legacy_chat_stream",
+        auth=[],
+        parameters=[
+            OpenApiParameter("tenant", str, required=True, description="The tenant's public id."),
+            OpenApiParameter("sessionId", str, required=True,
+                             description="The session (UUID) of the visitor's chat."),
+            OpenApiParameter("visitorId", str, required=True, description="The visitor's id."),
+        ],
+        responses={
+            200: OpenApiResponse(
+                description="text/event-stream: `session` {sessionId, status, agent, messages} "
+                            "first, then `message` {id, role, content, author, createdAt} and "
+                            "`status` {status, agent} as they happen (docs/widget.md)."),
+            **legacy_errors(400, 404, public=True),
+        },
+    )
+    def get(self, request):
+        query = parse_query(request, StreamQuery)
+        conversation = (Conversation.objects
+                        .filter(pk=query["sessionId"], tenant__public_id=query["tenant"],
+                                livemode=True, visitor_id=query["visitorId"])
+                        .values_list("pk", flat=True).first())
+        if conversation is None:
+            raise NotFound("No such chat session for this visitor.")
+        return event_stream_response(_frames(conversation))
+
+
+async def _frames(conversation_id):
+    snapshot = sync_to_async(_snapshot)
+
+    async for item in live.listen(conversation_id, snapshot=lambda: snapshot(conversation_id)):
+        yield b": keep-alive\n\n" if item is None else frame(*item)
+

@@ -1,0 +1,1 @@
+"""Dashboard pages for a tenant's sales staff: one module per section."""

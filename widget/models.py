@@ -1,0 +1,47 @@
+"""How a tenant's chat widget looks and greets visitors, set in the dashboard's settings."""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone
+
+HEX_COLOUR = RegexValidator(r"^#[0-9a-fA-F]{6}$", "A colour as #rrggbb.")
+
+
+class Position(models.TextChoices):
+    BOTTOM_RIGHT = "bottom-right", "Bottom right"
+    BOTTOM_LEFT = "bottom-left", "Bottom left"
+
+
+DEFAULT_TITLE = "Chat with us"
+DEFAULT_GREETING = "Hi! How can we help you today?"
+DEFAULT_PRIMARY = "#2563eb"
+DEFAULT_TEXT = "#ffffff"
+
+
+class WidgetSettings(models.Model):
+    """One row per tenant that changed its widget; a tenant without one gets the defaults.
+
+    Kept in the widget app (not as tenant columns) so that the look of the widget changes
+    without touching the tenant table that every request reads.
+    """
+
+    tenant = models.OneToOneField("tenants.Tenant", on_delete=models.CASCADE, primary_key=True,
+                                  related_name="widget_settings")
+    title = models.CharField(max_length=60, default=DEFAULT_TITLE)
+    greeting = models.CharField(max_length=500, default=DEFAULT_GREETING, blank=True)
+    position = models.CharField(max_length=20, choices=Position.choices,
+                                default=Position.BOTTOM_RIGHT)
+    primary_color = models.CharField(max_length=7, default=DEFAULT_PRIMARY, validators=[HEX_COLOUR])
+    text_color = models.CharField(max_length=7, default=DEFAULT_TEXT, validators=[HEX_COLOUR],
+                                  help_text="Text on the primary colour (launcher, header, "
+                                            "the visitor's messages).")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "widget settings"
+        verbose_name_plural = "widget settings"
+
+    def __str__(self) -> str:
+        return f"Widget of {self.tenant_id}"
