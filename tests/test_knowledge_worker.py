@@ -21,50 +21,58 @@ EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY":
             "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0"}
 
 
+TIMEOUT = 30  # seconds per request: generous, as the test machine may be busy
+
+
 @contextlib.contextmanager
-def celery_worker(env):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
-         "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=environment(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    try:
-        yield proc
-    finally:
-        proc.terminate()
+def celery_worker(env, log_path):
+    """``celery -A config worker`` as ``make run`` starts it; its output goes to a file, never
+    to an unread pipe that would fill and stall it."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
+             "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
+        )
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("var")),
-           "KNOWLEDGE_PARSE_TIMEOUT_SECONDS": "20"}
+    var = tmp_path_factory.mktemp("var")
+    env = {**EMBEDDED, "VAR_DIR": str(var), "KNOWLEDGE_PARSE_TIMEOUT_SECONDS": "20"}
     manage("migrate", "--noinput", env=env)
     created = json.loads(manage("create_tenant", "Readers", "--json", env=env))
     keys = created["keys"]["live"]
-    with daphne(env) as base, celery_worker(env) as worker:
+    with daphne(env) as base, celery_worker(env, var / "worker.log") as worker:
         yield {"base": base, "write": {"Authorization": f"Bearer {keys['write']}"},
-               "admin": {"Authorization": f"Bearer {keys['admin']}"}, "worker": worker}
+               "admin": {"Authorization": f"Bearer {keys['admin']}"}, "worker": worker,
+               "worker_log": var / "worker.log"}
 
 
 def wait_for(stack, doc_id, timeout=60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         document = httpx.get(f"{stack['base']}/api/v1/knowledge-base/{doc_id}",
-                             headers=stack["write"]).json()
+                             headers=stack["write"], timeout=TIMEOUT).json()
         if document["status"] != "processing":
             return document
-        assert stack["worker"].poll() is None, stack["worker"].stderr.read().decode()[-2000:]
+        assert stack["worker"].poll() is None, stack["worker_log"].read_text()[-2000:]
         time.sleep(0.25)
-    raise AssertionError(f"document {doc_id} still processing after {timeout} s")
+    raise AssertionError(f"document {doc_id} still processing after {timeout} s:\n"
+                         + stack["worker_log"].read_text()[-2000:])
 
 
 def ask(stack, question, visitor):
-    r = httpx.post(f"{stack['base']}/api/v1/chat", headers=stack["write"], timeout=30,
+    r = httpx.post(f"{stack['base']}/api/v1/chat", headers=stack["write"], timeout=TIMEOUT,
                    json={"message": question, "visitorId": visitor})
     assert r.status_code == 200, r.text
     return r.json()["content"]
@@ -76,7 +84,8 @@ def test_the_worker_indexes_an_upload_and_the_agent_answers_from_it(stack):
                          compress=True)
     r = httpx.post(f"{stack['base']}/api/v1/knowledge-base", headers=stack["write"],
                    files={"file": ("install.pdf", pdf, "application/pdf")},
-                   data={"title": "Install guide", "url": "https://readers.example/install"})
+                   data={"title": "Install guide", "url": "https://readers.example/install"},
+                   timeout=TIMEOUT)
     assert r.status_code == 201, r.text
     assert r.json()["status"] == "processing"
     document = wait_for(stack, r.json()["id"])
@@ -86,7 +95,8 @@ def test_the_worker_indexes_an_upload_and_the_agent_answers_from_it(stack):
     assert "Paste the script tag before the closing body tag." in answer
     assert "_Source: Install guide_" in answer
 
-    r = httpx.delete(f"{stack['base']}/api/v1/knowledge-base/{document['id']}", headers=stack["admin"])
+    r = httpx.delete(f"{stack['base']}/api/v1/knowledge-base/{document['id']}",
+                     headers=stack["admin"], timeout=TIMEOUT)
     assert r.status_code == 204
     assert "Paste the script tag" not in ask(stack, "How do I install the widget?", "reader-2")
 
@@ -94,7 +104,7 @@ def test_the_worker_indexes_an_upload_and_the_agent_answers_from_it(stack):
 def test_a_hostile_file_fails_and_the_worker_carries_on(stack):
     r = httpx.post(f"{stack['base']}/api/v1/knowledge-base", headers=stack["write"],
                    files={"file": ("bomb.pdf", files.bomb_pdf(), "application/pdf")},
-                   data={"title": "Bomb"})
+                   data={"title": "Bomb"}, timeout=TIMEOUT)
     assert r.status_code == 201, r.text
     failed = wait_for(stack, r.json()["id"])
     assert failed["status"] == "failed"
@@ -102,6 +112,7 @@ def test_a_hostile_file_fails_and_the_worker_carries_on(stack):
 
     r = httpx.post(f"{stack['base']}/api/v1/knowledge-base", headers=stack["write"],
                    json={"title": "FAQ", "type": "faq",
-                         "content": "Q: Is there a free trial?\nA: Yes, for 14 days."})
+                         "content": "Q: Is there a free trial?\nA: Yes, for 14 days."},
+                   timeout=TIMEOUT)
     assert wait_for(stack, r.json()["id"])["status"] == "ready"
     assert stack["worker"].poll() is None
