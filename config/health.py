@@ -21,6 +21,18 @@ logger = logging.getLogger("salesagent.health")
 
 
 def check_database() -> None:
+    if connection.vendor == "postgresql" and connection.settings_dict.get("OPTIONS", {}).get("pool"):
+        # A pooled connection waits up to the pool's timeout for a server that is down; the
+        # check opens one connection of its own, with the check's two-second timeout.
+        import psycopg
+
+        db = connection.settings_dict
+        with psycopg.connect(dbname=db["NAME"], user=db["USER"] or None,
+                             password=db["PASSWORD"] or None, host=db["HOST"] or None,
+                             port=db["PORT"] or None, connect_timeout=2) as conn:
+            if conn.execute("SELECT 1").fetchone() != (1,):
+                raise RuntimeError("unexpected answer")
+        return
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         if cursor.fetchone() != (1,):

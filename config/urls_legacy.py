@@ -7,6 +7,7 @@ from analytics.api.legacy import LegacyAnalyticsViewSet
 from config.api.views import LegacyNotFoundView
 from config.health import HealthView
 from conversations.api.legacy import LegacyConversationViewSet, PublicChatView
+from knowledge.api.legacy import LegacyDocumentViewSet
 from leads.api.legacy import LegacyAdminLeadViewSet, LegacyLeadViewSet
 from tenants.api.legacy import AdminAuthView
 from widget.api.legacy import ChatStreamView, WidgetConfigView
@@ -33,6 +34,12 @@ routes = [
          name="legacy-analytics-funnel"),
     path("api/analytics/activity", LegacyAnalyticsViewSet.as_view({"get": "activity"}),
          name="legacy-analytics-activity"),
+    path("api/admin/knowledge-base",
+         LegacyDocumentViewSet.as_view({"get": "list", "post": "create"}),
+         name="legacy-knowledge-base"),
+    path("api/admin/knowledge-base/<str:id>",
+         LegacyDocumentViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+         name="legacy-knowledge-base-document"),
 ]
 
 urlpatterns = [

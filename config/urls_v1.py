@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from analytics.api.v1 import AnalyticsViewSet
 from config.api.views import V1NotFoundView
 from conversations.api.v1 import ChatViewSet, ConversationViewSet
+from knowledge.api.v1 import DocumentViewSet
 from leads.api.v1 import LeadViewSet
 from tenants.api.v1 import UserViewSet
 from webhooks.api.v1 import WebhookDeliveryViewSet, WebhookViewSet
@@ -46,6 +47,11 @@ routes = [
          name="v1-analytics-funnel"),
     path("api/v1/analytics/activity", AnalyticsViewSet.as_view({"get": "activity"}),
          name="v1-analytics-activity"),
+    path("api/v1/knowledge-base", DocumentViewSet.as_view({"get": "list", "post": "create"}),
+         name="v1-knowledge-base"),
+    path("api/v1/knowledge-base/<str:id>",
+         DocumentViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+         name="v1-knowledge-base-document"),
 ]
 
 urlpatterns = [

@@ -1,16 +1,73 @@
 """Retrieval: the knowledge passages that may answer a visitor's message.
 
 This is the one interface the agent uses (``conversations.services`` calls ``retrieve`` on
-every turn). The knowledge-base issue backs it with the document index (PostgreSQL full-text
-search, SQLite FTS5); until a tenant has documents there is nothing to retrieve.
+every turn). It reads the full-text index of ``knowledge.index`` — PostgreSQL full-text search
+or SQLite FTS5, whichever the connection is — over the chunks of the tenant's ``ready``
+documents in the caller's mode, and returns the best as passages: document id, title, an
+excerpt around the words that matched, the score, and the document's public URL if it has one
+(replies that use the passage carry it as a ``link`` action; docs/knowledge.md, "Citations").
 """
 
 from __future__ import annotations
 
+import re
+
 from conversations.agent.types import Passage
 from tenants.models import Tenant
 
+from . import index
 
-def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3) -> list[Passage]:
+EXCERPT_CHARS = 600
+# A document may give at most this many of the passages: two overlapping chunks of one document
+# would tell the agent the same thing twice.
+PER_DOCUMENT = 2
+_SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
+
+
+def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
+             excerpt_chars: int = EXCERPT_CHARS) -> list[Passage]:
     """The best passages of the tenant's ready documents in this mode, best first."""
-    return []
+    if limit <= 0 or not query or not query.strip():
+        return []
+    hits = index.search(tenant=tenant, livemode=livemode, query=query, limit=limit * 3)
+    terms = index.query_terms(query)
+    passages: list[Passage] = []
+    per_document: dict = {}
+    for hit in hits:
+        if per_document.get(hit.document_id, 0) >= PER_DOCUMENT:
+            continue
+        per_document[hit.document_id] = per_document.get(hit.document_id, 0) + 1
+        passages.append(Passage(
+            document_id=hit.document_id, title=hit.title,
+            excerpt=excerpt(hit.text, terms, limit=excerpt_chars),
+            score=round(hit.score, 6), url=hit.url or None,
+        ))
+        if len(passages) == limit:
+            break
+    return passages
+
+
+def excerpt(text: str, terms: list[str], *, limit: int = EXCERPT_CHARS) -> str:
+    """The part of a chunk worth quoting: all of it when short, else the run of whole sentences
+    of at most ``limit`` characters that holds the most query words (compared by their first
+    five letters, which is as much stemming as a quote needs)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    stems = {t[:5] for t in terms}
+    best, best_score = "", -1
+    for start in range(len(sentences)):
+        window = ""
+        for sentence in sentences[start:]:
+            candidate = f"{window} {sentence}".strip()
+            if len(candidate) > limit:
+                break
+            window = candidate
+        if not window:  # one sentence longer than the limit: cut it at a word
+            window = sentences[start][:limit].rsplit(" ", 1)[0] + "…"
+        lowered = window.lower()
+        score = sum(1 for stem in stems if stem in lowered)
+        if score > best_score:
+            best, best_score = window, score
+    return best

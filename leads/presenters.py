@@ -9,24 +9,37 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from config.api.expressions import IsoTimestamp
 from config.api.fields import format_timestamp
 
 from .models import Lead
 from .vocabulary import legacy_status, v1_status
 
-# The columns every presenter below reads; list queries select exactly these.
+# The columns every presenter below reads, besides the timestamps; list queries select these.
 COLUMNS = (
     "id", "email", "name", "company", "title", "phone", "status", "score", "source", "tags",
-    "custom_fields", "assigned_to_id", "last_intent", "first_seen_at", "last_active_at",
-    "created_at", "updated_at",
+    "custom_fields", "assigned_to_id", "last_intent",
 )
+# Timestamps come in rows already formatted, under their API names.
+TIMESTAMPS = {
+    "firstSeenAt": "first_seen_at", "lastActiveAt": "last_active_at",
+    "createdAt": "created_at", "updatedAt": "updated_at",
+}
 
 Row = Mapping[str, Any]
 
 
+def timestamp_expressions() -> dict[str, IsoTimestamp]:
+    """For ``.values(*COLUMNS, **timestamp_expressions())``: the database formats them."""
+    return {key: IsoTimestamp(column) for key, column in TIMESTAMPS.items()}
+
+
 def lead_row(lead: Lead) -> dict[str, Any]:
     """A model instance as the row mapping the presenters take."""
-    return {column: getattr(lead, column) for column in COLUMNS}
+    row = {column: getattr(lead, column) for column in COLUMNS}
+    for key, column in TIMESTAMPS.items():
+        row[key] = format_timestamp(getattr(lead, column))
+    return row
 
 
 def v1_id(pk) -> str:
@@ -53,10 +66,10 @@ def v1_lead(row: Row) -> dict[str, Any]:
         "tags": row["tags"],
         "customFields": row["custom_fields"],
         "assignedTo": v1_user_id(row["assigned_to_id"]),
-        "firstSeenAt": format_timestamp(row["first_seen_at"]),
-        "lastActiveAt": format_timestamp(row["last_active_at"]),
-        "createdAt": format_timestamp(row["created_at"]),
-        "updatedAt": format_timestamp(row["updated_at"]),
+        "firstSeenAt": row["firstSeenAt"],
+        "lastActiveAt": row["lastActiveAt"],
+        "createdAt": row["createdAt"],
+        "updatedAt": row["updatedAt"],
     }
 
 
@@ -75,7 +88,7 @@ def v1_search_result(row: Row, *, match_field: str) -> dict[str, Any]:
         "status": v1_status(row["status"]),
         "score": row["score"],
         "matchField": match_field,
-        "lastActiveAt": format_timestamp(row["last_active_at"]),
+        "lastActiveAt": row["lastActiveAt"],
     }
 
 
@@ -88,10 +101,10 @@ def legacy_lead(row: Row) -> dict[str, Any]:
         "company": row["company"] or None,
         "status": legacy_status(row["status"]),
         "qualificationScore": row["score"],
-        "createdAt": format_timestamp(row["created_at"]),
+        "createdAt": row["createdAt"],
         "phone": row["phone"] or None,
         "metadata": row["custom_fields"],
-        "updatedAt": format_timestamp(row["updated_at"]),
+        "updatedAt": row["updatedAt"],
     }
 
 
@@ -106,7 +119,7 @@ def event_lead_created(row: Row) -> dict[str, Any]:
         "status": v1_status(row["status"]),
         "score": row["score"],
         "source": row["source"],
-        "createdAt": format_timestamp(row["created_at"]),
+        "createdAt": row["createdAt"],
     }
 
 

@@ -1,8 +1,9 @@
 """Reads of leads: the lists of both surfaces and search.
 
 Every function takes ``leads``, a queryset the caller has already scoped to one tenant and mode
-(the API base view does this), and returns rows as plain dicts of ``presenters.COLUMNS`` so that
-pages render without model instances. Totals of lists come from ``LeadDailyCount``, never from a
+(the API base view does this), and returns rows as plain dicts of ``presenters.COLUMNS`` and
+``presenters.TIMESTAMPS`` (formatted by the database) so that pages render without model
+instances. Totals of lists come from ``LeadDailyCount``, never from a
 ``COUNT`` over the leads (docs/performance.md).
 """
 
@@ -20,7 +21,7 @@ from config.api.pagination import Page
 from tenants.models import Tenant
 
 from .models import Lead, LeadDailyCount
-from .presenters import COLUMNS
+from .presenters import COLUMNS, TIMESTAMPS, timestamp_expressions
 from .text import custom_fields_text
 from .vocabulary import stored_for_v1_filter
 
@@ -33,8 +34,7 @@ V1_SEARCH_FIELDS = ("name", "email", "company", "custom_fields_text")
 LEGACY_SEARCH_FIELDS = ("name", "email", "company")
 _MATCH_FIELDS = {"name": "name", "email": "email", "company": "company"}
 _TRIGRAM = re.compile(r"[^\W_]{3}")  # three letters or digits in a row, as pg_trgm sees words
-SEARCH_COLUMNS = ("id", "email", "name", "company", "status", "score", "custom_fields",
-                  "last_active_at")
+SEARCH_COLUMNS = ("id", "email", "name", "company", "status", "score", "custom_fields")
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,8 @@ def lead_list(
             return Page(items=[], page=page, limit=limit, total=total)
 
     ids = matching.order_by(*order).values("pk")[offset : offset + limit]
-    rows = list(leads.filter(pk__in=ids).order_by(*order).values(*COLUMNS))
+    rows = list(leads.filter(pk__in=ids).order_by(*order)
+                .values(*COLUMNS, **timestamp_expressions()))
     return Page(items=rows, page=page, limit=limit, total=total)
 
 
@@ -169,7 +170,9 @@ def lead_search(
         matching = matching.filter(v1_status=status)
     offset = (page - 1) * limit
 
-    inner_sql, params = matching.order_by().values(*columns).query.sql_with_params()
+    sort_columns = [key.lstrip("-") for key in order_by if key.lstrip("-") not in columns]
+    inner = matching.order_by().values(*columns, *sort_columns, **timestamp_expressions())
+    inner_sql, params = inner.query.sql_with_params()
     quote = connection.ops.quote_name
     order_sql = ", ".join(
         f"{quote(key.lstrip('-'))} {'DESC' if key.startswith('-') else 'ASC'}" for key in order_by
@@ -192,7 +195,7 @@ def lead_search(
         found = list(matches)
     rows = []
     for lead in found:
-        row = {column: getattr(lead, column) for column in columns}
+        row = {column: getattr(lead, column) for column in (*columns, *TIMESTAMPS)}
         row["match_field"] = match_field(row, q, fields)
         rows.append(row)
     if found:

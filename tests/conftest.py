@@ -125,3 +125,26 @@ def clock(monkeypatch) -> Clock:
     frozen = Clock()
     monkeypatch.setattr("config.ratelimit.core.now", frozen)
     return frozen
+
+
+@pytest.fixture(scope="module")
+def fake_server():
+    """An OpenAI-compatible server on 127.0.0.1 (tests/fakes/openai_server.py)."""
+    from .fakes.openai_server import FakeOpenAI
+
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def fake(fake_server, kit, settings):
+    """``kit``'s tenant on the OpenAI provider, talking to ``fake_server``."""
+    from tenants.services import tenant_set_agent
+
+    settings.AGENT_MAX_RETRIES = 0
+    settings.AGENT_TIMEOUT_SECONDS = 5
+    fake_server.reset()
+    tenant_set_agent(tenant=kit.tenant, provider="openai", model="fake-model",
+                     api_key="sk-provider-secret", base_url=fake_server.base_url)
+    return fake_server

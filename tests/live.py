@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,22 +56,27 @@ class Server(str):
     """A live server's base URL, which also knows its process (to kill it like a crash would)."""
 
     process: subprocess.Popen
+    log: str
 
 
 @contextlib.contextmanager
 def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
-    """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL."""
+    """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL.
+
+    Its output goes to a file (``server.log``), never to an unread pipe that would fill and
+    stall the server."""
     port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix="daphne-", suffix=".log", delete=False)  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "config.asgi:application"],
-        cwd=ROOT, env=environment(env),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         wait_for_port(port, proc=proc)
         server = Server(f"http://127.0.0.1:{port}")
         server.process = proc
+        server.log = log.name
         yield server
     finally:
         if proc.poll() is None:
@@ -80,6 +86,7 @@ def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 @contextlib.contextmanager

@@ -3,30 +3,10 @@ on 127.0.0.1: what it sends, what it makes of the answers, and how its failures 
 
 import json
 
-import pytest
-
 from conversations.models import Conversation, Message
 from leads.models import Lead
 from tenants.services import tenant_set_agent
 from tests.chat_helpers import chat, events
-from tests.fakes.openai_server import FakeOpenAI
-
-
-@pytest.fixture(scope="module")
-def fake_server():
-    server = FakeOpenAI()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def fake(fake_server, kit, settings):
-    settings.AGENT_MAX_RETRIES = 0
-    settings.AGENT_TIMEOUT_SECONDS = 5
-    fake_server.reset()
-    tenant_set_agent(tenant=kit.tenant, provider="openai", model="fake-model",
-                     api_key="sk-provider-secret", base_url=fake_server.base_url)
-    return fake_server
 
 
 def test_a_turn_is_an_analysis_call_then_a_streamed_reply(api, kit, fake):

@@ -202,3 +202,19 @@ def test_query_count_is_the_same_at_limit_10_and_100(api, kit, query, deep_offse
             r = api.get(f"/api/v1/leads?limit={limit}&{query}", headers=kit.auth("read"))
         assert r.status_code == 200
         assert r.json()["data"]
+
+
+def test_list_timestamps_read_exactly_like_the_single_lead(api, kit):
+    """The list has the database format its timestamps; they must match Python's rendering
+    of the single read to the character, milliseconds truncated."""
+    lead = make_lead(kit, created_at=T0 + timedelta(microseconds=123_999))
+    lead_update(lead=lead, changes={})
+    listed = api.get("/api/v1/leads", headers=kit.auth("read")).json()["data"][0]
+    single = api.get(f"/api/v1/leads/{_v1(lead)}", headers=kit.auth("read")).json()
+    assert listed["createdAt"] == "2026-03-01T12:00:00.123Z"
+    for key in ("firstSeenAt", "lastActiveAt", "createdAt", "updatedAt"):
+        assert listed[key] == single[key], key
+    found = api.get("/api/v1/leads/search?q=example", headers=kit.auth("read")).json()["data"]
+    assert found[0]["lastActiveAt"] == single["lastActiveAt"]
+    legacy = api.get("/api/leads?q=example", headers=kit.auth("read")).json()["leads"][0]
+    assert legacy["createdAt"] == single["createdAt"]

@@ -3,8 +3,9 @@ into delivery rows, the attempt that sends one, the sweeper, and the manual retr
 
 Delivery is at least once (docs/webhooks.md): a delivery row exists before anything is sent, a
 worker claims it so that no two workers send it at once, the attempt is recorded after the
-request, and a sweeper re-enqueues whatever is due or was stranded by a dead worker. Receivers
-de-duplicate on the event id, which every attempt repeats.
+request, a sweeper re-enqueues whatever is due or was stranded by a dead worker, and a catch-up
+creates the rows of events whose on-commit fan-out never ran. Receivers de-duplicate on the
+event id, which every attempt repeats.
 """
 
 from __future__ import annotations

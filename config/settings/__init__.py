@@ -108,6 +108,14 @@ TEMPLATES = [
 
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_POOL", True):
+        # One psycopg pool per process: every request thread of daphne would otherwise hold a
+        # connection of its own, and a few hundred concurrent streams exhaust the server's.
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
+            "timeout": env_int("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1),
+        }
 else:
     DATABASES = {
         "default": {
@@ -216,8 +224,9 @@ CSRF_COOKIE_SECURE = not DEBUG
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
-# Request bodies: JSON everywhere, with room for a base64 document on the knowledge base.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BODY_BYTES", 10 * 1024 * 1024, minimum=1024)
+# Request bodies: JSON everywhere, with room for a base64 document on the knowledge base (a
+# 10 MiB file is 13.4 MiB of base64).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BODY_BYTES", 14 * 1024 * 1024, minimum=1024)
 
 # --- Internationalisation, static files -----------------------------------------------------
 
@@ -233,6 +242,7 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 LOGIN_URL = "/admin/login/"
 
 from .api import *  # noqa: E402,F403
+from .knowledge import *  # noqa: E402,F403
 from .limits import *  # noqa: E402,F403
 from .logging import *  # noqa: E402,F403
 
@@ -249,3 +259,9 @@ WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
 WEBHOOKS_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", False)
 # How long a receiver has to answer, in seconds (the specification's 30).
 WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 30, minimum=1)
+
+# --- The knowledge base ---------------------------------------------------------------------
+
+CELERY_BEAT_SCHEDULE["knowledge-documents-sweep"] = {
+    "task": "knowledge.sweep_stuck", "schedule": 300.0,
+}

@@ -31,6 +31,8 @@ SPECTACULAR_SETTINGS = {
         "V1LeadStatusEnum": "leads.vocabulary.V1_STATUSES",
         "LegacyLeadStatusEnum": "leads.vocabulary.LEGACY_STATUSES",
         "FunnelStageEnum": "analytics.selectors.FUNNEL_STAGES",
+        "DocumentStatusEnum": "knowledge.models.DOCUMENT_STATUSES",
+        "DocumentTypeEnum": "knowledge.models.DOCUMENT_TYPES",
     },
     "SCHEMA_PATH_PREFIX_TRIM": False,
     # Swagger UI's assets are served by the service itself: no third-party requests.

@@ -139,6 +139,7 @@ class LeadViewSet(V1ViewSet):
 
     queryset = Lead.objects.all()
     id_prefix = "lead"
+    # docs/rate-limits.md: POST /v1/leads and GET /v1/leads/search have limits of their own.
     rate_limit_bucket = {"create": "lead_create", "search": "lead_search"}
 
     @extend_schema(
@@ -208,8 +209,8 @@ class LeadViewSet(V1ViewSet):
         values["status"] = stored_from_v1(values["status"])
         lead = services.lead_create(**self.scope_kwargs(), **values)
         # A lead created through the API has no conversation yet: no need to count them.
-        body = presenters.v1_lead_detail(presenters.lead_row(lead), conversation_count=0)
-        return Response(body, status=201)
+        data = presenters.v1_lead_detail(presenters.lead_row(lead), conversation_count=0)
+        return Response(data, status=201)
 
     @extend_schema(
         operation_id="v1_leads_update",

@@ -41,7 +41,7 @@ BACKLOG = int(os.environ.get("BENCH_WEBHOOK_BACKLOG", "2000"))
 EVENTS = int(os.environ.get("BENCH_WEBHOOK_EVENTS", "200"))
 # Deliveries wait on the network, not the CPU: many threads per process use 2 cores well.
 POOL = os.environ.get("BENCH_WEBHOOK_POOL", "threads")
-CONCURRENCY = int(os.environ.get("BENCH_WEBHOOK_CONCURRENCY", "16"))
+CONCURRENCY = int(os.environ.get("BENCH_WEBHOOK_CONCURRENCY", "8"))
 PROCESSES = int(os.environ.get("BENCH_WEBHOOK_PROCESSES", "2"))
 
 
@@ -81,6 +81,17 @@ def workers(tmp_path, local):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             log.close()
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of the given processes, from /proc (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
 
 
 def _warm_up(kit, receiver) -> None:
@@ -139,6 +150,8 @@ def test_webhook_throughput_and_commit_to_first_attempt(workers):
             for e in backlog_events])
         ids = [row.pk for row in rows]
         before = len(receiver.received)
+        pids = [proc.pid for proc, _ in workers]
+        cpu_before = _cpu_seconds(pids)
         started = time.monotonic()
         services.enqueue(ids)
         enqueued_s = time.monotonic() - started
@@ -149,12 +162,15 @@ def test_webhook_throughput_and_commit_to_first_attempt(workers):
             time.sleep(0.05)
         elapsed = time.monotonic() - started
         rate = BACKLOG / elapsed
+        cpu_ms = (_cpu_seconds(pids) - cpu_before) / BACKLOG * 1000
 
         print(f"\nwebhooks: {PROCESSES} worker processes x {CONCURRENCY} ({POOL} pool)")
         print(f"  commit -> first attempt over {EVENTS} events: median {median_ms:.1f} ms, "
               f"p95 {p95_ms:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
         print(f"  throughput: {BACKLOG} deliveries in {elapsed:.2f} s = {rate:.0f}/s "
               f"(enqueueing took {enqueued_s:.2f} s)")
+        print(f"  worker CPU per delivery: {cpu_ms:.1f} ms; machine load average "
+              f"{os.getloadavg()[0]:.1f}")
         assert median_ms < 1000
         assert len({r.headers["x-service-delivery"] for r in receiver.received}) == len(
             receiver.received)

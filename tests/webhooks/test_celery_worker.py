@@ -113,9 +113,10 @@ def test_a_real_worker_delivers_at_once_and_the_sweeper_retries(receiver, worker
     assert [(a.number, a.status_code, a.success) for a in attempts] == [(1, 503, False),
                                                                         (2, 200, True)]
 
-    # Warm now: a second event reaches the receiver well within a second of its commit.
+    # Warm now: a second event reaches the receiver at once, by the task its commit enqueued
+    # (the sweeper would not enqueue it again for 60 s). The bench measures how fast exactly.
     committed = time.time()
     make_lead(kit, email="fast@example.com")
     third = receiver.wait_for(3, timeout=10)[2]
-    assert third.at - committed < 1.0
+    assert third.at - committed < 3.0
     assert len(receiver.received) == 3

@@ -44,6 +44,14 @@ class WidgetConfigSerializer(serializers.Serializer):
         "primaryColor": serializers.CharField(), "textColor": serializers.CharField()})
 
 
+def _tenant_in_query(request) -> Tenant | None:
+    """The tenant a widget request names (``?tenant=``), for its per-tenant rate limit."""
+    public_id = request.GET.get("tenant", "")
+    if not public_id or len(public_id) > 40:
+        return None
+    return Tenant.objects.filter(public_id=public_id).first()
+
+
 def _tenant(public_id: str) -> Tenant:
     tenant = Tenant.objects.filter(public_id=public_id).first()
     if tenant is None:
@@ -55,11 +63,11 @@ class WidgetConfigView(PublicLegacyAPIView):
     """``GET /api/widget?tenant=<public id>&visitorId=``: what the widget needs before it shows
     itself. A load that names its visitor counts in the analytics funnel's Visitors stage."""
 
+    # docs/rate-limits.md: per client address and per tenant.
     rate_limit_bucket = "public_widget"
 
     def rate_limit_tenant(self, request) -> Tenant | None:
-        public_id = request.GET.get("tenant", "")
-        return Tenant.objects.filter(public_id=public_id).first() if 0 < len(public_id) <= 40 else None
+        return _tenant_in_query(request)
 
     @extend_schema(
         operation_id="legacy_widget_config",
@@ -107,7 +115,12 @@ class ChatStreamView(PublicLegacyAPIView):
     """``GET /api/chat/stream?tenant=&sessionId=&visitorId=``: Server-Sent Events of one chat
     session, open as long as the visitor's page is."""
 
-    rate_limit_bucket = "public_chat"
+    # Opening the stream is a cheap read, once per page view (and per reconnection): it counts
+    # with the widget's requests, not against the chat's language-model budget.
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
 
     def perform_content_negotiation(self, request, force=False):
         renderer = JSONRenderer()  # errors are JSON whatever the Accept header (EventSource's)

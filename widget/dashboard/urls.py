@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import conversations, home, keys, leads, session, settings
+from .views import analytics, conversations, home, keys, leads, session, settings, webhooks
 
 app_name = "dashboard"
 
@@ -42,4 +42,21 @@ urlpatterns = [
     path("settings/widget/", settings.settings_widget, name="settings-widget"),
     path("settings/origins/", settings.settings_origins, name="settings-origins"),
     path("settings/widget/preview/", settings.widget_preview, name="widget-preview"),
+    path("webhooks/", webhooks.webhook_index, name="webhooks"),
+    path("webhooks/subscriptions/new/", webhooks.subscription_create,
+         name="webhook-subscription-create"),
+    path("webhooks/subscriptions/<uuid:subscription_id>/status/", webhooks.subscription_set_status,
+         name="webhook-subscription-status"),
+    path("webhooks/subscriptions/<uuid:subscription_id>/delete/", webhooks.subscription_delete,
+         name="webhook-subscription-delete"),
+    path("webhooks/legacy/new/", webhooks.legacy_webhook_create, name="webhook-legacy-create"),
+    path("webhooks/legacy/<uuid:webhook_id>/", webhooks.legacy_webhook_update,
+         name="webhook-legacy-update"),
+    path("webhooks/legacy/<uuid:webhook_id>/delete/", webhooks.legacy_webhook_delete,
+         name="webhook-legacy-delete"),
+    path("webhooks/deliveries/<uuid:delivery_id>/", webhooks.delivery_detail,
+         name="webhook-delivery"),
+    path("webhooks/deliveries/<uuid:delivery_id>/retry/", webhooks.delivery_retry,
+         name="webhook-retry"),
+    path("analytics/", analytics.analytics_page, name="analytics"),
 ]

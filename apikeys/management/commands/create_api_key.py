@@ -1,4 +1,3 @@
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from apikeys.models import Scope
@@ -6,6 +5,7 @@ from apikeys.presenters import as_json, key_summary
 from apikeys.services import api_key_create
 from config.errors import ServiceError
 from tenants.models import Tenant
+from tenants.selectors import tenant_by_reference
 
 
 class Command(BaseCommand):
@@ -34,11 +34,7 @@ class Command(BaseCommand):
 
 
 def _tenant(ref: str) -> Tenant:
-    try:
-        found = Tenant.objects.filter(pk=ref).first()
-    except ValidationError:
-        found = None
-    found = found or Tenant.objects.filter(public_id=ref).first()
+    found = tenant_by_reference(ref)
     if found is None:
         raise CommandError(f"No tenant with id or public id {ref!r}.")
     return found

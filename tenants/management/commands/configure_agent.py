@@ -1,11 +1,11 @@
 """Sets a tenant's agent: provider, model, provider key and an OpenAI-compatible base URL."""
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from apikeys.presenters import as_json
 from config.errors import ServiceError
-from tenants.models import AgentProvider, Tenant
+from tenants.models import AgentProvider
+from tenants.selectors import tenant_by_reference
 from tenants.services import tenant_set_agent
 
 
@@ -23,11 +23,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, tenant, provider, model, api_key, base_url, booking_url, json: bool,
                **options):
-        try:
-            found = Tenant.objects.filter(pk=tenant).first()
-        except ValidationError:
-            found = None
-        found = found or Tenant.objects.filter(public_id=tenant).first()
+        found = tenant_by_reference(tenant)
         if found is None:
             raise CommandError(f"No tenant with id or public id {tenant!r}.")
         try:

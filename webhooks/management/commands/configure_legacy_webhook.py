@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apikeys.presenters import as_json
 from config.errors import ServiceError
 from tenants.models import Tenant
+from tenants.selectors import tenant_by_reference
 from webhooks import selectors, services
 from webhooks.envelopes import LEGACY_EVENT_TYPES
 from webhooks.models import LegacyWebhook
@@ -84,11 +85,7 @@ class Command(BaseCommand):
 
 
 def _tenant(ref: str) -> Tenant:
-    try:
-        found = Tenant.objects.filter(pk=ref).first()
-    except ValidationError:
-        found = None
-    found = found or Tenant.objects.filter(public_id=ref).first()
+    found = tenant_by_reference(ref)
     if found is None:
         raise CommandError(f"No tenant with id or public id {ref!r}.")
     return found

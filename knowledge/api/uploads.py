@@ -1,0 +1,140 @@
+"""Reading an upload, the same on both surfaces: a JSON (or form) body whose ``content`` is the
+text — or, for ``pdf`` and ``docx``, the file in base64 — or a ``multipart/form-data`` body with
+the file in a ``file`` field (docs/knowledge.md, "Uploading").
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from pathlib import PurePath
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+
+from config.errors import FieldError, InvalidRequest, Unprocessable
+
+from ..models import BINARY_TYPES, DOCUMENT_TYPES
+
+PARSERS = [JSONParser, MultiPartParser, FormParser]
+
+_EXTENSIONS = {".pdf": "pdf", ".docx": "docx", ".md": "markdown", ".markdown": "markdown",
+               ".txt": "text", ".text": "text"}
+_DATA_URL = re.compile(r"^data:[\w.+/-]*(?:;[\w=.+-]+)*;base64,", re.I)
+# Room for the form fields and multipart framing around the file.
+_BODY_SLACK = 64 * 1024
+
+
+class _Common(serializers.Serializer):
+    title = serializers.CharField(max_length=200, required=False, help_text=(
+        "1 to 200 characters. Required with content; with a file, defaults to its name."))
+    type = serializers.ChoiceField(choices=DOCUMENT_TYPES, required=False, help_text=(
+        "text, markdown, faq, pdf or docx. Default: from the file's extension or first bytes; "
+        "text for content."))
+    url = serializers.URLField(max_length=2000, required=False, allow_blank=True, allow_null=True,
+                               help_text="Public address of the document: replies that use it "
+                                         "link to it.")
+    language = serializers.CharField(max_length=2, required=False, allow_blank=True,
+                                     allow_null=True, help_text=(
+                                         "ISO 639-1 code of the text; detected when omitted."))
+
+
+class DocumentContentInput(_Common):
+    """The JSON body: the text itself, or a PDF or DOCX in base64."""
+
+    content = serializers.CharField(trim_whitespace=False, help_text=(
+        "The text (text, markdown, faq), or the file in base64 (pdf, docx; a data: URL prefix "
+        "is accepted)."))
+
+
+class DocumentFileInput(_Common):
+    """The multipart/form-data body: the file itself."""
+
+    file = serializers.FileField(allow_empty_file=True, help_text="The document file.")
+
+
+class DocumentUploadInput(_Common):
+    """What the view validates: either ``content`` or ``file``."""
+
+    content = serializers.CharField(trim_whitespace=False, required=False)
+    file = serializers.FileField(required=False, allow_empty_file=True)
+
+    def validate(self, attrs):
+        has_content, has_file = "content" in attrs, "file" in attrs
+        if has_content == has_file:
+            raise ValidationError({"content": [ErrorDetail(
+                "Send the document either as content (text, or base64 for pdf and docx) or as "
+                "a multipart file field, exactly one of them.",
+                code="invalid_format" if has_content else "required")]})
+        if has_content and not attrs.get("title", "").strip():
+            raise ValidationError({"title": [ErrorDetail("This field is required.", code="required")]})
+        return attrs
+
+
+def check_body_size(request) -> None:
+    """Refuses an oversize upload from its Content-Length, before the body is parsed."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return
+    limit = settings.KNOWLEDGE_MAX_DOCUMENT_BYTES
+    multipart = request.content_type.startswith("multipart/")
+    allowed = limit + _BODY_SLACK if multipart else (limit * 4 + 2) // 3 + _BODY_SLACK
+    if length > allowed:
+        field = "file" if multipart else "content"
+        raise Unprocessable(f"The upload is {length:,} bytes; documents are limited to "
+                            f"{limit:,} bytes.",
+                            details=[FieldError(field, "too_long", f"At most {limit:,} bytes.")])
+
+
+def _infer_type(filename: str, data: bytes) -> str:
+    by_name = _EXTENSIONS.get(PurePath(filename).suffix.lower())
+    if by_name:
+        return by_name
+    if b"%PDF-" in data[:1024]:
+        return "pdf"
+    if data.startswith(b"PK\x03\x04"):
+        return "docx"
+    return "text"
+
+
+def _decode_base64(content: str) -> bytes:
+    raw = _DATA_URL.sub("", content.strip(), count=1)
+    raw = re.sub(r"\s+", "", raw)
+    try:
+        if "-" in raw or "_" in raw:
+            return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+        return base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("content is not valid base64.", details=[FieldError(
+            "content", "invalid_format",
+            "For pdf and docx, content is the file in base64.")]) from None
+
+
+def upload_values(request) -> dict[str, Any]:
+    """The service arguments of ``document_create`` from a validated request."""
+    check_body_size(request)
+    body = DocumentUploadInput(data=request.data)
+    body.is_valid(raise_exception=True)
+    values = body.validated_data
+    common = {"url": values.get("url") or "", "language": (values.get("language") or "").lower()}
+    upload = values.get("file")
+    if upload is not None:
+        limit = settings.KNOWLEDGE_MAX_DOCUMENT_BYTES
+        if upload.size > limit:
+            raise Unprocessable(f"The file is {upload.size:,} bytes; the limit is {limit:,} bytes.",
+                                details=[FieldError("file", "too_long", f"At most {limit:,} bytes.")])
+        data = upload.read()
+        filename = PurePath(upload.name or "").name
+        title = (values.get("title") or "").strip() or PurePath(filename).stem or filename
+        return {"title": title, "type": values.get("type") or _infer_type(filename, data),
+                "data": data, "filename": filename, "source_field": "file", **common}
+    content: str = values["content"]
+    doc_type = values.get("type") or "text"
+    data = _decode_base64(content) if doc_type in BINARY_TYPES else content.encode("utf-8")
+    return {"title": values["title"], "type": doc_type, "data": data, "filename": "",
+            "source_field": "content", **common}

@@ -1,0 +1,24 @@
+"""Background work of the knowledge base: indexing an upload, and the sweeper of indexing runs
+that never finished (beat, every 5 minutes)."""
+
+from celery import shared_task
+from django.conf import settings
+
+from .services import document_index, documents_sweep_stuck
+
+# The parse has its own limit in a child process; these only catch a worker stuck elsewhere.
+_SOFT_LIMIT = settings.KNOWLEDGE_PARSE_TIMEOUT_SECONDS + 60
+
+
+@shared_task(name="knowledge.index_document", ignore_result=True,
+             soft_time_limit=_SOFT_LIMIT, time_limit=_SOFT_LIMIT + 30)
+def index_document(document_id: str) -> str | None:
+    """Parses, chunks and indexes one document. Idempotent: a document that is not
+    ``processing`` any more is left alone. Returns the resulting status."""
+    document = document_index(document_id=document_id)
+    return document.status if document else None
+
+
+@shared_task(name="knowledge.sweep_stuck", ignore_result=True)
+def sweep_stuck_documents() -> int:
+    return documents_sweep_stuck()
