@@ -606,6 +606,7 @@ def conversation_reply_as_human(*, conversation: Conversation, author: User, con
               "author": presenters.user_id(author.pk)},
     )
     live.publish(current.pk, "message", live.message_payload(message))
+    rollups.message_stored(conversation=current, message=message)
     return message
 
 
@@ -623,6 +624,7 @@ def conversation_assign(*, conversation: Conversation, user: User) -> Conversati
     if not current.is_open:
         raise Conflict("This conversation has ended.")
     now = timezone.now()
+    was_handed_off = current.handoff is not None
     if current.status == ConversationStatus.ACTIVE:
         _hand_off(current, Handoff(reason=f"Taken over by {user.display_name}", priority="normal",
                                    suggested_team="sales"), now=now, assignee=user)
@@ -630,6 +632,8 @@ def conversation_assign(*, conversation: Conversation, user: User) -> Conversati
         current.assigned_to = user
         live.publish(current.pk, "status", live.status_payload(current))
     current.save()
+    rollups.conversation_changed(conversation=current, had_lead=current.lead_id is not None,
+                                 was_handed_off=was_handed_off)
     return current
 
 

@@ -11,7 +11,12 @@ from analytics.models import ChannelDailyStat, LeadDailyStat, LeadJourney
 from analytics.rollups import rollups_rebuild
 from analytics.services import record_widget_visit
 from conversations.models import Conversation
-from conversations.services import conversation_delete
+from conversations.services import (
+    conversation_assign,
+    conversation_delete,
+    conversation_hand_back,
+    conversation_reply_as_human,
+)
 from leads.models import Lead
 from leads.services import lead_delete, lead_update
 from tests.analytics_helpers import (
@@ -22,7 +27,7 @@ from tests.analytics_helpers import (
     rollup_lead_stats,
 )
 from tests.chat_helpers import chat
-from tests.factories import make_lead
+from tests.factories import UserFactory, make_lead
 
 DAY1 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -57,6 +62,12 @@ def _story(api, kit, mode="live"):
         lead_update(lead=imported, changes={"status": "lost", "source": "api"})
         doomed = chat(api, kit, "I'm Zed, zed@example.org", visitor="z", mode=mode).json()["sessionId"]
         conversation_delete(conversation=Conversation.objects.get(pk=a[5:]))
+        # A person takes a conversation over and answers: a handoff, a message, no agent reply.
+        rep = UserFactory(tenant=kit.tenant)
+        taken = chat(api, kit, "Hi there", visitor="t", mode=mode).json()["sessionId"]
+        taken = conversation_assign(conversation=Conversation.objects.get(pk=taken[5:]), user=rep)
+        conversation_reply_as_human(conversation=taken, author=rep, content="Hello, I'm here.")
+        conversation_hand_back(conversation=taken)
         lead_delete(lead=Lead.objects.get(email="zed@example.org", livemode=live))
         assert Conversation.objects.get(pk=doomed[5:]).lead_id is None
 
@@ -79,6 +90,9 @@ def test_services_keep_the_rollups_equal_to_the_raw_rows(api, kit, stranger):
     assert day1["conversations"] == 2 and day1["converted"] == 1 and day1["handed_off"] == 1
     assert day1["responses"] == 3 and day1["response_us"] > 0
     assert raw[(DAY1.date(), "web_chat")]["visitors"] == 3
+    day3 = raw[((DAY1 + timedelta(days=2)).date(), "api")]
+    assert day3["handed_off"] == 1  # the takeover
+    assert day3["messages"] == 3 * 2 + 1  # three turns, and the person's reply
     leads = raw_lead_stats(kit.tenant, True)
     assert sum(c["booked"] for c in leads.values()) == 1
     assert sum(c["qualified"] for c in leads.values()) >= 2
