@@ -27,4 +27,6 @@ def _keep_database_connections(**kwargs) -> None:
     """
     from django.conf import settings
 
+    if settings.DATABASES["default"].get("OPTIONS", {}).get("pool"):
+        return  # the pool keeps connections already; Django refuses CONN_MAX_AGE beside it
     settings.DATABASES["default"]["CONN_MAX_AGE"] = settings.WORKER_DB_CONN_MAX_AGE
