@@ -32,6 +32,7 @@ from .v1 import (
     ChatRequestSerializer,
     HandoffSerializer,
     SuggestedActionSerializer,
+    chat_response,
     request_metadata,
 )
 
@@ -137,23 +138,7 @@ class PublicChatSerializer(ChatRequestSerializer):
 
 
 def legacy_chat_response(outcome, visitor_id: str) -> dict[str, Any]:
-    message = outcome.message
-    data: dict[str, Any] = {
-        "id": str(message.pk),
-        "sessionId": str(outcome.conversation.pk),
-        "visitorId": visitor_id,
-        "role": "assistant",
-        "content": message.content,
-        "intent": message.intent,
-        "confidence": message.confidence,
-        "suggestedActions": message.suggested_actions,
-        "leadScore": outcome.conversation.lead_score,
-        "createdAt": format_timestamp(message.created_at),
-    }
-    if outcome.handoff:
-        data["handoff"] = outcome.handoff
-    data.update(widget_events(outcome))
-    return data
+    return {**chat_response(outcome, visitor_id, legacy=True), **widget_events(outcome)}
 
 
 def widget_events(outcome) -> dict[str, Any]:

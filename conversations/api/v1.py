@@ -112,11 +112,13 @@ class SessionSerializer(serializers.Serializer):
     lastActivityAt = TimestampField()
 
 
-def chat_response(outcome, visitor_id: str) -> dict[str, Any]:
+def chat_response(outcome, visitor_id: str, *, legacy: bool = False) -> dict[str, Any]:
+    """The chat response object; the legacy surface shows the same fields with UUIDs."""
     message: Message = outcome.message
     data = {
-        "id": presenters.msg_id(message.pk),
-        "sessionId": presenters.sess_id(outcome.conversation.pk),
+        "id": str(message.pk) if legacy else presenters.msg_id(message.pk),
+        "sessionId": (str(outcome.conversation.pk) if legacy
+                      else presenters.sess_id(outcome.conversation.pk)),
         "visitorId": visitor_id,
         "role": "assistant",
         "content": message.content,
