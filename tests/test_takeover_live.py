@@ -87,12 +87,12 @@ def test_a_reply_from_one_process_reaches_a_stream_on_another(tmp_path, shared_d
             r = rep.post(f"{rep_base}/dashboard/conversations/{session}/reply/",
                          data={"csrfmiddlewaretoken": token, "content": "Xena here, across processes."})
             assert r.status_code == 302
-            name, message = events.get(timeout=10)
+            name, message = events.get(timeout=30)
             assert name == "message" and message["content"] == "Xena here, across processes."
             assert message["author"] == {"name": "Xena"}
             rep.post(f"{rep_base}/dashboard/conversations/{session}/close/",
                      data={"csrfmiddlewaretoken": token})
-            name, status = events.get(timeout=10)
+            name, status = events.get(timeout=30)
             assert name == "status" and status["status"] == "closed"
         stop.set()
         reader.join(timeout=10)
