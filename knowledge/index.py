@@ -303,25 +303,27 @@ def _search_postgres(*, tenant: Tenant, livemode: bool, terms: list[str], limit:
         # orders chunks that hold the same terms but never outweighs a rarer term.
         score = f"{' + '.join(score_parts)} + 0.5 * {rank}"
 
-        # Candidates: chunks matching the most selective clauses first, at most CANDIDATES,
-        # scored as they are found. PostgreSQL runs the branches in order and stops once it
-        # has enough, so a common word costs no more than a rare one.
+        # Candidates: chunks matching the most selective clauses first, at most CANDIDATES.
+        # PostgreSQL runs the branches in order and stops once it has enough, so a common word
+        # costs no more than a rare one. The candidates carry their tsvector, so that scoring
+        # them reads no row twice.
         branches, params = [], []
         for clause in clauses:
             branches.append(
-                f"(SELECT c.id, c.document_id, c.heading, c.text, {score} AS score "
+                "(SELECT c.id, c.document_id, c.heading, c.text, c.search_config, c.search "
                 "FROM knowledge_chunk c WHERE c.tenant_id = %s AND c.livemode = %s AND "
                 f"{config_test}c.search @@ %s::tsquery LIMIT %s)")
-            params += [*score_params, *rank_params, tenant.pk, livemode,
-                       *([clause.config] if several else []), clause.tsquery, CANDIDATES]
-        cursor.execute(
+            params += [tenant.pk, livemode, *([clause.config] if several else []), clause.tsquery,
+                       CANDIDATES]
+        sql = (
             f"WITH cand AS MATERIALIZED (SELECT * FROM ({' UNION ALL '.join(branches)}) u LIMIT %s) "
-            "SELECT cand.id, cand.document_id, d.title, d.url, cand.heading, cand.text, cand.score "
-            "FROM cand JOIN knowledge_document d ON d.id = cand.document_id AND d.status = %s "
-            "ORDER BY cand.score DESC, cand.id LIMIT %s",
-            # A chunk found by two clauses comes twice: room for the repeats, dropped below.
-            [*params, CANDIDATES, DocumentStatus.READY, limit * 2],
+            f"SELECT c.id, c.document_id, d.title, d.url, c.heading, c.text, {score} AS score "
+            "FROM cand c JOIN knowledge_document d ON d.id = c.document_id AND d.status = %s "
+            "ORDER BY score DESC, c.id LIMIT %s"
         )
+        # A chunk found by two clauses comes twice: room for the repeats, dropped below.
+        cursor.execute(sql, [*params, CANDIDATES, *score_params, *rank_params,
+                             DocumentStatus.READY, limit * 2])
         found, seen = [], set()
         for row in cursor.fetchall():
             if row[0] not in seen:
