@@ -207,3 +207,17 @@ def test_ids_of_another_kind_or_shape_are_404(api, kit):
     hex_part = doc_id.split("_", 1)[1]
     for wrong in (f"lead_{hex_part}", hex_part, "doc_123", str(Document.objects.get().pk)):
         assert api.get(f"{V1}/{wrong}", headers=kit.auth("read")).status_code == 404
+
+
+def test_an_idempotency_key_on_a_file_upload_counts_the_files_content(api, kit):
+    headers = {**kit.auth("write"), "Idempotency-Key": "upload-handbook-1"}
+    first = api.post(V1, files={"file": ("handbook.pdf", PDF, "application/pdf")}, headers=headers)
+    again = api.post(V1, files={"file": ("handbook.pdf", PDF, "application/pdf")}, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.json()["id"] == first.json()["id"] and Document.objects.count() == 1
+    other = files.make_pdf([["A different handbook under the same name."]])
+    r = api.post(V1, files={"file": ("handbook.pdf", other, "application/pdf")}, headers=headers)
+    assert r.status_code == 422 and Document.objects.count() == 1
+    # The file read for the fingerprint is read again, whole, by the upload.
+    index_pending()
+    assert Document.objects.get().status == DocumentStatus.READY
