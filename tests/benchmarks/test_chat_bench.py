@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 from tenants.services import tenant_set_agent
+from tests.benchmarks.asgi import LoopClient
+from tests.factories import make_tenant
 from tests.fakes.openai_server import FakeOpenAI
 from tests.live import daphne, manage, scratch_database
 
@@ -41,7 +43,19 @@ def _report(name: str, samples: list[float]) -> dict[str, float]:
     return figures
 
 
-@pytest.mark.django_db
+@pytest.fixture
+def api(transactional_db):
+    """Requests on one long-lived event loop, as daphne serves them (tests/benchmarks/asgi.py);
+    the data is committed, since each request runs on a thread of its own."""
+    with LoopClient() as client:
+        yield client
+
+
+@pytest.fixture
+def kit(transactional_db):
+    return make_tenant("Bench Inc", plan="enterprise")
+
+
 def test_own_time_per_turn_builtin(api, kit):
     session = None
     samples = []
@@ -59,7 +73,6 @@ def test_own_time_per_turn_builtin(api, kit):
     _report("chat turn, builtin agent (in-process ASGI)", samples)
 
 
-@pytest.mark.django_db
 def test_own_time_per_turn_openai_fake(api, kit, settings):
     fake = FakeOpenAI()
     try:

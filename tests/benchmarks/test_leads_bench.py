@@ -36,6 +36,7 @@ from apikeys.services import api_key_create
 from leads.models import Lead, LeadDailyCount
 from leads.services import lead_counts_rebuild
 from tenants.models import Plan, Tenant
+from tests.benchmarks.asgi import LoopClient
 
 pytestmark = pytest.mark.bench
 
@@ -154,8 +155,6 @@ def _seed(tenant: Tenant) -> float:
 @pytest.fixture(scope="module")
 def bench(django_db_setup, django_db_blocker):
     """The seeded tenant, a read key for it, and a ``measure`` function."""
-    from tests.conftest import ApiClient
-
     with django_db_blocker.unblock():
         connection.set_autocommit(True)
         call_command("migrate", verbosity=0)
@@ -169,8 +168,8 @@ def bench(django_db_setup, django_db_blocker):
         _, raw_key = api_key_create(tenant=tenant, name="benchmark", scope="read",
                                     livemode=True)
         dsn = settings.DATABASE_URL
-        with psycopg.connect(dsn, autocommit=True) as bare_connection:
-            yield Bench(ApiClient(), {"Authorization": f"Bearer {raw_key}"}, bare_connection,
+        with psycopg.connect(dsn, autocommit=True) as bare_connection, LoopClient() as client:
+            yield Bench(client, {"Authorization": f"Bearer {raw_key}"}, bare_connection,
                         seeded)
 
 
@@ -183,7 +182,8 @@ class Bench:
         self.factory = APIRequestFactory()
 
     def get(self, path: str) -> dict:
-        """Through the ASGI application, every middleware included, as daphne runs it."""
+        """Through the ASGI application, every middleware included, as daphne runs it: one
+        long-lived event loop, the sync view on a thread of its own per request."""
         response = self.api.get(path, headers=self.headers)
         assert response.status_code == 200, response.text
         return response.json()
@@ -200,10 +200,12 @@ class Bench:
         return response.content
 
     def statements(self, path: str) -> list[str]:
-        """The SQL the endpoint runs, as sent to the server (parameters bound)."""
-        self.get(path)  # the key's last-use stamp is written at most once a minute
+        """The SQL the endpoint runs, as sent to the server (parameters bound). Captured from
+        the view called on this thread (the ASGI path runs the same view on another thread,
+        with a connection of its own)."""
+        self.call_view(path)  # the key's last-use stamp is written at most once a minute
         with CaptureQueriesContext(connection) as captured:
-            self.get(path)
+            self.call_view(path)
         return [query["sql"] for query in captured.captured_queries]
 
     def bare(self, statements: list[str]) -> Callable[[], str]:

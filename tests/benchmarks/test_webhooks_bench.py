@@ -114,8 +114,8 @@ def test_webhook_throughput_and_commit_to_first_attempt(workers):
         # --- latency: commit -> first attempt at the receiver, one event at a time ---------
         committed: dict[str, float] = {}
 
-        def stamp(event_id: uuid.UUID) -> None:
-            committed[f"evt_{event_id.hex}"] = time.time()
+        def stamp(event: Event) -> None:
+            committed[f"evt_{event.pk.hex}"] = time.time()
 
         events.on_commit_hooks.insert(0, stamp)  # runs right at the commit, before the fan-out
         try:
