@@ -1,8 +1,9 @@
 """The one function that emits domain events (ARCHITECTURE.md, "Events").
 
 ``emit`` writes the ``Event`` row in the caller's transaction, so a write that rolls back leaves
-no event. After the transaction commits, every hook in ``on_commit_hooks`` receives the event id;
-the webhooks app registers its fan-out there. Only services call ``emit``; views never do.
+no event. After the transaction commits, every hook in ``on_commit_hooks`` receives the event
+(the row as written: no hook needs to read it again); the webhooks app registers its fan-out
+there. Only services call ``emit``; views never do.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from .models import Event, EventType
 
 logger = logging.getLogger("salesagent.events")
 
-# Called with the event id once the emitting transaction has committed. Kept as an explicit
-# list (not signals) so that a reader sees every consumer by grepping for it.
-on_commit_hooks: list[Callable[[uuid.UUID], None]] = []
+# Called with the event once the emitting transaction has committed. Kept as an explicit list
+# (not signals) so that a reader sees every consumer by grepping for it.
+on_commit_hooks: list[Callable[[Event], None]] = []
 
 
 def emit(
@@ -50,14 +51,14 @@ def emit(
         data=data,
         occurred_at=timezone.now(),
     )
-    transaction.on_commit(partial(_fan_out, event.pk))
+    transaction.on_commit(partial(_fan_out, event))
     return event
 
 
-def _fan_out(event_id: uuid.UUID) -> None:
+def _fan_out(event: Event) -> None:
     # The write is committed by now: a failing consumer must not fail it, nor starve the others.
     for hook in list(on_commit_hooks):
         try:
-            hook(event_id)
+            hook(event)
         except Exception:
-            logger.exception("Event hook %r failed for event %s", hook, event_id)
+            logger.exception("Event hook %r failed for event %s", hook, event.pk)

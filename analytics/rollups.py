@@ -117,28 +117,32 @@ def _conversation_key(conversation: Any) -> tuple[uuid.UUID, bool, date, str, in
             conversation.channel, shard_of(conversation.pk))
 
 
-def _response_us(message: Any) -> int | None:
+def _response_us(message: Any, previous: tuple[str, datetime] | None) -> int | None:
     """How long the agent took to answer, if ``message`` is an agent reply directly after a
-    visitor message; None otherwise. A person's reply (``author`` set) is not the agent's."""
+    visitor message; None otherwise. A person's reply (``author`` set) is not the agent's.
+    ``previous`` is the role and time of the message before it, when the caller knows them."""
     if message.role != "assistant" or message.author_id is not None or message.sequence == 0:
         return None
     from conversations.models import Message
 
-    previous = (Message.objects.filter(conversation_id=message.conversation_id,
-                                       sequence=message.sequence - 1)
-                .values_list("role", "created_at").first())
+    if previous is None:
+        previous = (Message.objects.filter(conversation_id=message.conversation_id,
+                                           sequence=message.sequence - 1)
+                    .values_list("role", "created_at").first())
     if previous is None or previous[0] != "user":
         return None
     return max(0, (message.created_at - previous[1]) // timedelta(microseconds=1))
 
 
-def message_stored(*, conversation: Any, message: Any) -> None:
-    """A message was appended to ``conversation``; the first one starts the conversation."""
+def message_stored(*, conversation: Any, message: Any,
+                   previous: tuple[str, datetime] | None = None) -> None:
+    """A message was appended to ``conversation``; the first one starts the conversation.
+    ``previous``: the role and time of the message before it, if the caller knows them."""
     counts = Counter(messages=1)
     if message.sequence == 0:
         counts.update(conversations=1, converted=int(conversation.lead_id is not None),
                       handed_off=int(conversation.handoff is not None))
-    delay = _response_us(message)
+    delay = _response_us(message, previous)
     if delay is not None:
         counts.update(responses=1, response_us=delay)
     _bump(ChannelDailyStat, _CHANNEL_KEY, _CHANNEL_COUNTERS, {_conversation_key(conversation): counts})

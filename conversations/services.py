@@ -20,6 +20,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -94,6 +95,7 @@ class TurnInput:
 class OpenedTurn:
     conversation_id: uuid.UUID
     user_message_id: uuid.UUID
+    user_message: tuple[int, datetime]  # its sequence and time: the reply's response time
     reply_id: uuid.UUID  # the assistant message's id, known before it is written
     silent: bool  # a person has the conversation: the agent does not answer
     ctx: TurnContext
@@ -119,7 +121,7 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
     now = timezone.now()
     conversation = _session_for(inp, now=now)
     message = _append(conversation, role=Role.USER, content=inp.message, now=now)
-    conversation.save()
+    conversation.save(update_fields=["message_count", "last_message_at", "metadata", "updated_at"])
     emit(
         tenant=inp.tenant, livemode=inp.livemode, type=EventType.MESSAGE_RECEIVED,
         lead=conversation.lead, conversation_id=conversation.pk,
@@ -158,6 +160,7 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
         meeting_booked=MEETING_BOOKED in conversation.signals,
     )
     return OpenedTurn(conversation_id=conversation.pk, user_message_id=message.pk,
+                      user_message=(message.sequence, message.created_at),
                       reply_id=uuid.uuid4(), silent=silent, ctx=ctx)
 
 
@@ -503,7 +506,8 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, con
     )
     if not conversation.language:
         conversation.language = opened.ctx.language
-    conversation.save()
+    conversation.save(update_fields=["message_count", "last_message_at", "subject", "summary",
+                                     "language", "updated_at"])
     if conversation.lead_id:
         Lead.objects.filter(pk=conversation.lead_id).update(last_active_at=now)
     emit(
@@ -515,7 +519,9 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, con
     )
     if analysis.ends_conversation and conversation.status == ConversationStatus.ACTIVE:
         _end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left", now=now)
-    rollups.message_stored(conversation=conversation, message=message)
+    sequence, at = opened.user_message
+    rollups.message_stored(conversation=conversation, message=message,
+                           previous=("user", at) if message.sequence == sequence + 1 else None)
     return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan)
 
 

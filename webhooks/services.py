@@ -212,17 +212,14 @@ def legacy_webhook_delete(*, webhook: LegacyWebhook) -> None:
 
 # --- fan-out --------------------------------------------------------------------------------
 
-def on_event_committed(event_id: uuid.UUID) -> None:
+def on_event_committed(event: Event) -> None:
     """The hook ``analytics.events.emit`` calls after the event's transaction committed."""
-    deliveries_create_for_event(event_id=event_id)
+    deliveries_create_for_event(event=event)
 
 
-def deliveries_create_for_event(*, event_id: uuid.UUID) -> list[uuid.UUID]:
+def deliveries_create_for_event(*, event: Event) -> list[uuid.UUID]:
     """One pending delivery per matching active receiver of the event's tenant and mode, each
     enqueued at once after this commits. Running it twice creates nothing more."""
-    event = Event.objects.filter(pk=event_id).only("id", "tenant_id", "livemode", "type").first()
-    if event is None:
-        return []
     scope = {"tenant_id": event.tenant_id, "livemode": event.livemode}
     now = timezone.now()
     rows: list[Delivery] = []

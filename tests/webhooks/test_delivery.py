@@ -86,8 +86,8 @@ def test_fan_out_twice_creates_nothing_more(kit, receiver, enqueued):
     _subscribe(kit, receiver)
     make_lead(kit)
     event = Event.objects.get(type="lead.created")
-    services.deliveries_create_for_event(event_id=event.pk)
-    services.deliveries_create_for_event(event_id=event.pk)
+    services.deliveries_create_for_event(event=event)
+    services.deliveries_create_for_event(event=event)
     assert Delivery.objects.count() == 1
 
 
@@ -273,7 +273,7 @@ def test_a_refused_connection_is_a_failure(kit, enqueued, django_capture_on_comm
 def test_a_claimed_delivery_cannot_be_claimed_again(kit, receiver, enqueued):
     _subscribe(kit, receiver)
     make_lead(kit)
-    services.deliveries_create_for_event(event_id=Event.objects.get(type="lead.created").pk)
+    services.deliveries_create_for_event(event=Event.objects.get(type="lead.created"))
     delivery = Delivery.objects.get()
     now = timezone.now()
     first = services._claim(delivery.pk, now)
@@ -286,7 +286,7 @@ def test_a_claimed_delivery_cannot_be_claimed_again(kit, receiver, enqueued):
 def test_the_sweeper_takes_back_a_delivery_whose_worker_died(kit, receiver, enqueued):
     _subscribe(kit, receiver)
     make_lead(kit)
-    services.deliveries_create_for_event(event_id=Event.objects.get(type="lead.created").pk)
+    services.deliveries_create_for_event(event=Event.objects.get(type="lead.created"))
     delivery = Delivery.objects.get()
     now = timezone.now()
     claim = services._claim(delivery.pk, now)  # ... and the worker dies here
