@@ -1,7 +1,8 @@
 """The dashboard's webhooks and analytics pages in a real browser (headless Chromium) against a
 real daphne process: a webhook delivery that failed against a local receiver is retried from its
 page with the Retry button, the receiver gets the retry and the page shows it delivered; the
-analytics page draws its charts without any script. Screenshots go to docs/screenshots/."""
+analytics page draws its charts without any script. Screenshots go to docs/screenshots/ with
+``SCREENSHOTS=1`` (``make screenshots``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 
 import pytest
 
-from tests.browser import SCREENSHOTS, browser
+from tests.browser import browser, screenshot
 from tests.fakes.webhook_receiver import Answer, WebhookReceiver
 from tests.live import daphne, manage
 
@@ -102,7 +103,7 @@ def test_a_failed_delivery_is_retried_from_its_page(stack, page):
     page.get_by_role("link", name="Webhooks").click()
     failed = page.locator(f"#failed tr[data-delivery='{delivery}']")
     assert "HTTP 500" in failed.inner_text()
-    page.screenshot(path=str(SCREENSHOTS / "dashboard-webhooks.png"), full_page=True)
+    screenshot(page, "dashboard-webhooks.png", full_page=True)
 
     receiver.default = Answer(status=200)  # the receiver is fixed
     failed.get_by_role("button", name="Retry").click()
@@ -115,7 +116,7 @@ def test_a_failed_delivery_is_retried_from_its_page(stack, page):
     assert "Retry queued" in page.locator(".messages").inner_text()
     rows = page.locator("table tbody tr")
     assert rows.count() == 8 and "Manual" in rows.last.inner_text() and "HTTP 200" in rows.last.inner_text()
-    page.screenshot(path=str(SCREENSHOTS / "dashboard-webhook-delivery.png"), full_page=True)
+    screenshot(page, "dashboard-webhook-delivery.png", full_page=True)
     page.goto(base + "/dashboard/webhooks/")
     assert page.locator("#failed").count() == 0
 
@@ -134,4 +135,4 @@ def test_the_analytics_page_draws_its_charts_without_scripts(stack, page):
     assert box["width"] > 600 and box["height"] > 150
     assert all(url.startswith(stack["base"]) for url in requests)
     assert page.locator("script").count() == 0
-    page.screenshot(path=str(SCREENSHOTS / "dashboard-analytics.png"), full_page=True)
+    screenshot(page, "dashboard-analytics.png", full_page=True)
