@@ -70,7 +70,14 @@ print(delivery.pk)
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def chromium():
+    """One browser for the module: Playwright's sync API runs one instance per thread."""
+    with browser() as instance:
+        yield instance
+
+
+@pytest.fixture(scope="module")
+def stack(chromium, tmp_path_factory):
     receiver = WebhookReceiver()
     receiver.default = Answer(status=500, body=b"receiver down")
     env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("var"))}
@@ -79,7 +86,7 @@ def stack(tmp_path_factory):
     delivery_id = manage("shell", "-c", SETUP.format(
         tenant=acme["tenant"]["id"], password=PASSWORD, url=receiver.url()), env=env).split()[-1]
     try:
-        with daphne(env) as base, browser() as chromium:
+        with daphne(env) as base:
             yield {"base": base, "browser": chromium, "receiver": receiver,
                    "delivery": delivery_id}
     finally:
@@ -160,7 +167,7 @@ for title, type, data in [
 
 
 @pytest.fixture(scope="module")
-def knowledge_stack(tmp_path_factory):
+def knowledge_stack(chromium, tmp_path_factory):
     """Daphne and a real Celery worker on one embedded default: uploads are queued on the
     filesystem broker and indexed by the worker, as with ``make run`` (no eager tasks)."""
     var = tmp_path_factory.mktemp("knowledge")
@@ -170,8 +177,7 @@ def knowledge_stack(tmp_path_factory):
     acme = json.loads(manage("create_tenant", "Acme", "--json", env=env))
     manage("shell", "-c", KNOWLEDGE_SETUP.format(tenant=acme["tenant"]["id"], password=PASSWORD),
            env=env)
-    with daphne(env) as base, celery_worker(env, var / "worker.log") as worker, \
-            browser() as chromium:
+    with daphne(env) as base, celery_worker(env, var / "worker.log") as worker:
         yield {"base": base, "browser": chromium, "worker": worker, "worker_log": var / "worker.log"}
 
 
