@@ -6,7 +6,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-postgres bench lint migrate clean
+.PHONY: install run test test-postgres bench screenshots lint migrate clean
 
 install: $(STAMP)
 
@@ -30,6 +30,10 @@ test: install
 
 bench: install
 	$(BIN)/python -m pytest tests/benchmarks -p no:cacheprovider -o addopts="" -s $(PYTEST_ARGS)
+
+# docs/screenshots/*.png again: the browser tests write them only when SCREENSHOTS=1.
+screenshots: install
+	SCREENSHOTS=1 $(BIN)/python -m pytest tests/test_widget_browser.py tests/test_dashboard_browser.py $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -4,6 +4,7 @@ host page served from another origin that embeds the widget as a customer's site
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+SCREENSHOT_DIR = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 
 HOST_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -41,6 +42,17 @@ HOST_PAGE = """<!doctype html>
 <script src="{base}/widget.js" data-tenant="{tenant}" async></script>
 </body></html>
 """
+
+
+def screenshot(page, name: str, **kwargs) -> None:
+    """Writes ``docs/screenshots/<name>`` only when ``SCREENSHOTS=1`` (``make screenshots``):
+    an ordinary test run leaves the checkout clean. ``kwargs`` go to Playwright's
+    ``screenshot`` (``full_page=True``)."""
+    wanted = os.environ.get("SCREENSHOTS", "")
+    if wanted not in ("", "0", "1"):
+        raise ValueError(f"SCREENSHOTS must be 1 or 0, not {wanted!r}")
+    if wanted == "1":
+        page.screenshot(path=str(SCREENSHOT_DIR / name), **kwargs)
 
 
 def chromium_or_skip() -> None:

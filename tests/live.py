@@ -90,6 +90,27 @@ def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
+def celery_worker(env: dict[str, str | None] | None, log_path: Path) -> Iterator[subprocess.Popen]:
+    """``celery -A config worker`` as ``make run`` starts it; its output goes to a file, never
+    to an unread pipe that would fill and stall it."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
+             "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
+        )
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextlib.contextmanager
 def scratch_database(name: str) -> Iterator[str]:
     """A fresh PostgreSQL database beside the one in ``DATABASE_URL``, for server processes that
     must share one (the test run's own database is inside a test transaction); dropped after."""

@@ -1,17 +1,21 @@
-"""The dashboard's webhooks and analytics pages in a real browser (headless Chromium) against a
-real daphne process: a webhook delivery that failed against a local receiver is retried from its
-page with the Retry button, the receiver gets the retry and the page shows it delivered; the
-analytics page draws its charts without any script. Screenshots go to docs/screenshots/."""
+"""The dashboard's webhooks, analytics and knowledge-base pages in a real browser (headless
+Chromium) against a real daphne process: a webhook delivery that failed against a local receiver
+is retried from its page with the Retry button, the receiver gets the retry and the page shows it
+delivered; the analytics page draws its charts without any script; a PDF uploaded through the
+file input is indexed by a real Celery worker, shows Ready, and is deleted. Screenshots go to
+docs/screenshots/ with ``SCREENSHOTS=1`` (``make screenshots``)."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
-from tests.browser import SCREENSHOTS, browser
+from tests import knowledge_files as files
+from tests.browser import browser, screenshot
 from tests.fakes.webhook_receiver import Answer, WebhookReceiver
-from tests.live import daphne, manage
+from tests.live import celery_worker, daphne, manage
 
 PASSWORD = "correct-horse-battery"
 # The embedded default (SQLite in VAR_DIR, in-memory layer): the server must not inherit the test
@@ -66,7 +70,14 @@ print(delivery.pk)
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def chromium():
+    """One browser for the module: Playwright's sync API runs one instance per thread."""
+    with browser() as instance:
+        yield instance
+
+
+@pytest.fixture(scope="module")
+def stack(chromium, tmp_path_factory):
     receiver = WebhookReceiver()
     receiver.default = Answer(status=500, body=b"receiver down")
     env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("var"))}
@@ -75,7 +86,7 @@ def stack(tmp_path_factory):
     delivery_id = manage("shell", "-c", SETUP.format(
         tenant=acme["tenant"]["id"], password=PASSWORD, url=receiver.url()), env=env).split()[-1]
     try:
-        with daphne(env) as base, browser() as chromium:
+        with daphne(env) as base:
             yield {"base": base, "browser": chromium, "receiver": receiver,
                    "delivery": delivery_id}
     finally:
@@ -102,7 +113,7 @@ def test_a_failed_delivery_is_retried_from_its_page(stack, page):
     page.get_by_role("link", name="Webhooks").click()
     failed = page.locator(f"#failed tr[data-delivery='{delivery}']")
     assert "HTTP 500" in failed.inner_text()
-    page.screenshot(path=str(SCREENSHOTS / "dashboard-webhooks.png"), full_page=True)
+    screenshot(page, "dashboard-webhooks.png", full_page=True)
 
     receiver.default = Answer(status=200)  # the receiver is fixed
     failed.get_by_role("button", name="Retry").click()
@@ -115,7 +126,7 @@ def test_a_failed_delivery_is_retried_from_its_page(stack, page):
     assert "Retry queued" in page.locator(".messages").inner_text()
     rows = page.locator("table tbody tr")
     assert rows.count() == 8 and "Manual" in rows.last.inner_text() and "HTTP 200" in rows.last.inner_text()
-    page.screenshot(path=str(SCREENSHOTS / "dashboard-webhook-delivery.png"), full_page=True)
+    screenshot(page, "dashboard-webhook-delivery.png", full_page=True)
     page.goto(base + "/dashboard/webhooks/")
     assert page.locator("#failed").count() == 0
 
@@ -134,4 +145,83 @@ def test_the_analytics_page_draws_its_charts_without_scripts(stack, page):
     assert box["width"] > 600 and box["height"] > 150
     assert all(url.startswith(stack["base"]) for url in requests)
     assert page.locator("script").count() == 0
-    page.screenshot(path=str(SCREENSHOTS / "dashboard-analytics.png"), full_page=True)
+    screenshot(page, "dashboard-analytics.png", full_page=True)
+
+
+KNOWLEDGE_SETUP = """
+from knowledge.services import document_create, document_index
+from tenants.models import Tenant
+from tenants.services import user_create
+from tests import knowledge_files as files
+tenant = Tenant.objects.get(pk={tenant!r})
+user_create(tenant=tenant, email="mia@acme.test", first_name="Mia", last_name="Manager",
+            role="manager", password={password!r})
+for title, type, data in [
+    ("Pricing", "markdown", b"# Plans\\n\\nStarter is $49 per seat a month.\\n\\n# Enterprise\\n\\nAsk us."),
+    ("Objections", "faq", b"Q: Is it secure?\\nA: Yes: SOC 2 Type II, data stays in the EU."),
+    ("Scanned brochure", "pdf", files.corrupt_pdf()),
+]:
+    document_index(document_id=document_create(tenant=tenant, livemode=True, title=title,
+                                               type=type, data=data).pk)
+"""
+
+
+@pytest.fixture(scope="module")
+def knowledge_stack(chromium, tmp_path_factory):
+    """Daphne and a real Celery worker on one embedded default: uploads are queued on the
+    filesystem broker and indexed by the worker, as with ``make run`` (no eager tasks)."""
+    var = tmp_path_factory.mktemp("knowledge")
+    env = {**EMBEDDED, "VAR_DIR": str(var), "CELERY_TASK_ALWAYS_EAGER": None,
+           "KNOWLEDGE_PARSE_TIMEOUT_SECONDS": "30"}
+    manage("migrate", "--noinput", env=env)
+    acme = json.loads(manage("create_tenant", "Acme", "--json", env=env))
+    manage("shell", "-c", KNOWLEDGE_SETUP.format(tenant=acme["tenant"]["id"], password=PASSWORD),
+           env=env)
+    with daphne(env) as base, celery_worker(env, var / "worker.log") as worker:
+        yield {"base": base, "browser": chromium, "worker": worker, "worker_log": var / "worker.log"}
+
+
+def test_a_pdf_is_uploaded_indexed_and_deleted(knowledge_stack, tmp_path):
+    base = knowledge_stack["base"]
+    pdf = tmp_path / "handbook.pdf"
+    pdf.write_bytes(files.make_pdf([["Our widget installs with one script tag."],
+                                    ["Refunds are possible within 30 days of purchase."]]))
+    context = knowledge_stack["browser"].new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(base + "/dashboard/login/")
+    page.fill("#id_username", "mia@acme.test")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_url(base + "/dashboard/")
+
+    page.get_by_role("link", name="Knowledge base").click()
+    page.wait_for_url(base + "/dashboard/knowledge/")
+    page.set_input_files("#file_file", str(pdf))
+    page.fill("#file_title", "Product handbook")
+    page.get_by_role("button", name="Upload", exact=True).click()
+    page.wait_for_url(base + "/dashboard/knowledge/")
+    assert "Uploaded “Product handbook” — indexing" in page.locator(".messages").inner_text()
+    row = page.locator("#documents tbody tr", has_text="Product handbook")
+    assert "handbook.pdf" in row.inner_text() and "PDF" in row.inner_text()
+
+    # The worker indexes it; a reload shows the new status (no script needed).
+    deadline = time.monotonic() + 60
+    while row.get_attribute("data-status") == "processing":
+        assert time.monotonic() < deadline, knowledge_stack["worker_log"].read_text()[-2000:]
+        assert knowledge_stack["worker"].poll() is None, knowledge_stack["worker_log"].read_text()
+        time.sleep(0.5)
+        page.reload()
+    assert row.get_attribute("data-status") == "ready"
+    cells = row.locator("td")
+    assert cells.nth(2).inner_text() == "Ready" and cells.nth(4).inner_text() == "2 (2 pages)"
+    failed = page.locator("#documents tbody tr", has_text="Scanned brochure")
+    assert "looks damaged" in failed.inner_text()
+    screenshot(page, "dashboard-knowledge.png", full_page=True)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Delete").click()
+    page.wait_for_url(base + "/dashboard/knowledge/")
+    assert "Deleted “Product handbook”" in page.locator(".messages").inner_text()
+    assert page.locator("#documents tbody tr", has_text="Product handbook").count() == 0
+    assert page.locator("#documents tbody tr").count() == 3
+    context.close()

@@ -5,44 +5,20 @@ agent answers from it; a hostile file ends ``failed`` and the worker carries on.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
 
 from tests import knowledge_files as files
-from tests.live import ROOT, daphne, environment, manage
+from tests.live import celery_worker, daphne, manage
 
 EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
             "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0"}
 
 
 TIMEOUT = 30  # seconds per request: generous, as the test machine may be busy
-
-
-@contextlib.contextmanager
-def celery_worker(env, log_path):
-    """``celery -A config worker`` as ``make run`` starts it; its output goes to a file, never
-    to an unread pipe that would fill and stall it."""
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
-             "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
-        )
-        try:
-            yield proc
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.browser import SCREENSHOTS, HostSite, browser
+from tests.browser import HostSite, browser, screenshot
 from tests.fakes.openai_server import FakeOpenAI
 from tests.live import daphne, manage
 
@@ -119,7 +119,7 @@ def test_the_widget_chats_streams_captures_a_lead_and_announces_events(stack, pa
     assert panel.get_attribute("role") == "dialog"
     assert page.locator("#sw-title").inner_text() == "Acme Sales"
     assert page.locator(".greeting strong").inner_text() == "Acme"  # Markdown, as DOM nodes
-    page.screenshot(path=str(SCREENSHOTS / "widget-open.png"))
+    screenshot(page, "widget-open.png")
 
     send(page, "Hi, I'm Ann, CEO at Hooli. ann@hooli.com")
     wait_idle(page)
@@ -149,7 +149,7 @@ def test_the_widget_chats_streams_captures_a_lead_and_announces_events(stack, pa
     assert booked["detail"]["meeting"]["label"] == label
     assert booked["detail"]["lead"]["status"] == "booked"
     wait_idle(page)
-    page.screenshot(path=str(SCREENSHOTS / "widget-conversation.png"))
+    screenshot(page, "widget-conversation.png")
 
     # The lead is there, through the API.
     found = v1(stack, "/api/v1/leads/search?q=ann@hooli").json()["data"]
@@ -287,7 +287,7 @@ def test_on_a_phone_the_panel_fills_the_screen(stack, fake):
         assert box["width"] == 390 and box["height"] == 844
         send(page, "Hi")
         wait_idle(page)
-        page.screenshot(path=str(SCREENSHOTS / "widget-phone.png"))
+        screenshot(page, "widget-phone.png")
     finally:
         context.close()
 
@@ -323,7 +323,7 @@ def test_human_takeover_reaches_the_open_widget(stack, page):
         # The visitor writes while the rep has the page open: it appears there at once.
         send(visitor, "Are you there?")
         rep.locator(".bubble.user", has_text="Are you there?").wait_for(timeout=5000)
-        rep.screenshot(path=str(SCREENSHOTS / "dashboard-takeover.png"), full_page=True)
+        screenshot(rep, "dashboard-takeover.png", full_page=True)
 
         rep.fill("#id_content", "Hi Carl, Rita here. **How can I help?**")
         rep.get_by_role("button", name="Send to the visitor").click()
@@ -331,7 +331,7 @@ def test_human_takeover_reaches_the_open_widget(stack, page):
         visitor.locator(".msg.human", has_text="Rita here").wait_for(timeout=5000)
         assert visitor.locator(".msg.human .who").last.inner_text() == "Rita Rep"
         assert visitor.locator(".msg.human strong").last.inner_text() == "How can I help?"
-        visitor.screenshot(path=str(SCREENSHOTS / "widget-takeover.png"))
+        screenshot(visitor, "widget-takeover.png")
 
         rep.get_by_role("button", name="Hand back to the agent").click()
         visitor.locator(".notice", has_text="assistant again").wait_for(timeout=5000)
@@ -356,15 +356,15 @@ def test_dashboard_key_generation_rotation_and_early_revocation(stack):
         page.fill("#id_password", REP_PASSWORD)
         page.get_by_role("button", name="Sign in", exact=True).click()
         page.wait_for_url(base + "/dashboard/")
-        page.screenshot(path=str(SCREENSHOTS / "dashboard-home.png"), full_page=True)
+        screenshot(page, "dashboard-home.png", full_page=True)
         page.goto(base + "/dashboard/leads/")
-        page.screenshot(path=str(SCREENSHOTS / "dashboard-leads.png"), full_page=True)
+        screenshot(page, "dashboard-leads.png", full_page=True)
         lead_link = page.locator("table a").first
         if lead_link.count():
             lead_link.click()
-            page.screenshot(path=str(SCREENSHOTS / "dashboard-lead.png"), full_page=True)
+            screenshot(page, "dashboard-lead.png", full_page=True)
         page.goto(base + "/dashboard/settings/")
-        page.screenshot(path=str(SCREENSHOTS / "dashboard-settings.png"), full_page=True)
+        screenshot(page, "dashboard-settings.png", full_page=True)
 
         page.goto(base + "/dashboard/keys/")
         page.fill("#id_name", "Browser key")
@@ -379,7 +379,7 @@ def test_dashboard_key_generation_rotation_and_early_revocation(stack):
         second = page.locator("#new-key").inner_text().strip()
         assert second != first and status(first) == 200 and status(second) == 200
         page.get_by_role("link", name="Done").click()
-        page.screenshot(path=str(SCREENSHOTS / "dashboard-keys.png"), full_page=True)
+        screenshot(page, "dashboard-keys.png", full_page=True)
         page.locator("tr", has_text="Browser key").get_by_role("button", name="Revoke old key").click()
         assert "only the new one works now" in page.content()
         assert status(first) == 401 and status(second) == 200

@@ -12,6 +12,7 @@ from pathlib import PurePath
 from typing import Any
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -115,6 +116,21 @@ def _decode_base64(content: str) -> bytes:
             "For pdf and docx, content is the file in base64.")]) from None
 
 
+def file_values(upload: UploadedFile, *, title: str = "", type: str = "") -> dict[str, Any]:
+    """The service arguments of ``document_create`` for an uploaded file: refuses an oversize
+    file before reading it, takes the title from the file name and the type from the name or
+    the first bytes when not given. Shared by the API and the dashboard's upload form."""
+    limit = settings.KNOWLEDGE_MAX_DOCUMENT_BYTES
+    if upload.size > limit:
+        raise Unprocessable(f"The file is {upload.size:,} bytes; the limit is {limit:,} bytes.",
+                            details=[FieldError("file", "too_long", f"At most {limit:,} bytes.")])
+    data = upload.read()
+    filename = PurePath(upload.name or "").name
+    title = title.strip() or PurePath(filename).stem or filename
+    return {"title": title, "type": type or _infer_type(filename, data), "data": data,
+            "filename": filename, "source_field": "file"}
+
+
 def upload_values(request) -> dict[str, Any]:
     """The service arguments of ``document_create`` from a validated request."""
     check_body_size(request)
@@ -124,15 +140,8 @@ def upload_values(request) -> dict[str, Any]:
     common = {"url": values.get("url") or "", "language": (values.get("language") or "").lower()}
     upload = values.get("file")
     if upload is not None:
-        limit = settings.KNOWLEDGE_MAX_DOCUMENT_BYTES
-        if upload.size > limit:
-            raise Unprocessable(f"The file is {upload.size:,} bytes; the limit is {limit:,} bytes.",
-                                details=[FieldError("file", "too_long", f"At most {limit:,} bytes.")])
-        data = upload.read()
-        filename = PurePath(upload.name or "").name
-        title = (values.get("title") or "").strip() or PurePath(filename).stem or filename
-        return {"title": title, "type": values.get("type") or _infer_type(filename, data),
-                "data": data, "filename": filename, "source_field": "file", **common}
+        return {**file_values(upload, title=values.get("title") or "",
+                              type=values.get("type") or ""), **common}
     content: str = values["content"]
     doc_type = values.get("type") or "text"
     data = _decode_base64(content) if doc_type in BINARY_TYPES else content.encode("utf-8")

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import analytics, conversations, home, keys, leads, session, settings, webhooks
+from .views import analytics, conversations, home, keys, knowledge, leads, session, settings, webhooks
 
 app_name = "dashboard"
 
@@ -59,4 +59,9 @@ urlpatterns = [
     path("webhooks/deliveries/<uuid:delivery_id>/retry/", webhooks.delivery_retry,
          name="webhook-retry"),
     path("analytics/", analytics.analytics_page, name="analytics"),
+    path("knowledge/", knowledge.knowledge_index, name="knowledge"),
+    path("knowledge/upload/", knowledge.knowledge_upload, name="knowledge-upload"),
+    path("knowledge/paste/", knowledge.knowledge_paste, name="knowledge-paste"),
+    path("knowledge/<uuid:document_id>/delete/", knowledge.knowledge_delete,
+         name="knowledge-delete"),
 ]
