@@ -6,7 +6,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-postgres bench screenshots lint migrate clean
+.PHONY: install run test bench screenshots lint migrate clean
 
 install: $(STAMP)
 
