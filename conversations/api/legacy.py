@@ -8,12 +8,12 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from config.api.fields import format_timestamp
 from config.api.ids import parse_uuid, parse_uuid_or_404
 from config.api.pagination import paginate
+from config.api.renderers import JSONRenderer
 from config.api.schema import legacy_errors
 from config.api.views import LegacyViewSet, PublicLegacyAPIView
 from config.errors import NotFound

@@ -9,7 +9,6 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from apikeys.models import Scope
@@ -17,6 +16,7 @@ from config.api.fields import PrefixedIdField, TimestampField, format_timestamp
 from config.api.ids import decode
 from config.api.pagination import paginate
 from config.api.query import DateOrDateTimeField, PageQuery, parse_query
+from config.api.renderers import JSONRenderer
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from conversations import presenters

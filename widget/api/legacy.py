@@ -9,11 +9,11 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from analytics.services import record_widget_visit
 from config.api.query import parse_query
+from config.api.renderers import JSONRenderer
 from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
 from config.errors import NotFound
