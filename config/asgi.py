@@ -1,7 +1,8 @@
 """The ASGI application, served by daphne.
 
 HTTP goes to Django (static files served beside it, so the embedded default needs no other
-server). Server-Sent Events are plain streaming HTTP responses from async views.
+server), through a handler that keeps a pool of request threads (config/handlers.py).
+Server-Sent Events are plain streaming HTTP responses from async views.
 """
 
 import os
@@ -10,7 +11,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
-from django.core.asgi import get_asgi_application  # noqa: E402
+
+from config.handlers import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 

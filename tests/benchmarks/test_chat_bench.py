@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tenants.services import tenant_set_agent
-from tests.benchmarks.asgi import LoopClient
+from tests.loop_client import LoopClient
 from tests.factories import make_tenant
 from tests.fakes.openai_server import FakeOpenAI
 from tests.live import daphne, manage, scratch_database

@@ -36,7 +36,7 @@ from apikeys.services import api_key_create
 from leads.models import Lead, LeadDailyCount
 from leads.services import lead_counts_rebuild
 from tenants.models import Plan, Tenant
-from tests.benchmarks.asgi import LoopClient
+from tests.loop_client import LoopClient
 
 pytestmark = pytest.mark.bench
 

@@ -1,4 +1,5 @@
-"""Requests through the project's ASGI application as daphne serves them, for benchmarks.
+"""Requests through the project's ASGI application as daphne serves them, for benchmarks and
+for tests of the serving path itself.
 
 The test suite's ``ApiClient`` runs each request on a fresh event loop (``async_to_sync``) and
 validates every response against the OpenAPI schema: right for tests, but both costs land in a
@@ -52,6 +53,14 @@ class LoopClient:
 
     def request(self, method: str, path: str, **kwargs) -> httpx.Response:
         return self._run(self._client.request(method, path, **kwargs))
+
+    def gather(self, requests: list[tuple[str, str, dict]]) -> list[httpx.Response]:
+        """Sends (method, path, keyword arguments) requests at once; their responses in order."""
+        async def send_all():
+            return await asyncio.gather(*(self._client.request(method, path, **kwargs)
+                                          for method, path, kwargs in requests))
+
+        return self._run(send_all())
 
     def get(self, path: str, **kwargs) -> httpx.Response:
         return self.request("GET", path, **kwargs)
