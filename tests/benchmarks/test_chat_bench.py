@@ -18,10 +18,10 @@ import httpx
 import pytest
 
 from tenants.services import tenant_set_agent
-from tests.loop_client import LoopClient
 from tests.factories import make_tenant
 from tests.fakes.openai_server import FakeOpenAI
 from tests.live import daphne, manage, scratch_database
+from tests.loop_client import LoopClient
 
 TURNS = 200
 
