@@ -93,6 +93,7 @@ class TurnInput:
 
 @dataclass(frozen=True)
 class OpenedTurn:
+    tenant: Tenant  # as the request authenticated it: the later steps need not read it again
     conversation_id: uuid.UUID
     user_message_id: uuid.UUID
     user_message: tuple[int, datetime]  # its sequence and time: the reply's response time
@@ -159,7 +160,8 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
         booking_url=inp.tenant.booking_url,
         meeting_booked=MEETING_BOOKED in conversation.signals,
     )
-    return OpenedTurn(conversation_id=conversation.pk, user_message_id=message.pk,
+    return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
+                      user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
                       reply_id=uuid.uuid4(), silent=silent, ctx=ctx)
 
@@ -239,9 +241,9 @@ def _known_contact(conversation: Conversation) -> Contact:
 def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> Plan:
     """Applies what the visitor's message meant; returns what the reply must say."""
     now = timezone.now()
-    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant", "lead")
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
                     .get(pk=opened.conversation_id))
-    tenant = conversation.tenant
+    conversation.tenant = tenant = opened.tenant
     had_lead, was_handed_off = conversation.lead_id is not None, conversation.handoff is not None
     ctx = opened.ctx
     reading = signals.read(ctx.message)  # the deterministic net under any model
@@ -482,8 +484,8 @@ def _hand_off(conversation: Conversation, handoff: Handoff, *, now, assignee: Us
 def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: Plan | None, content: str,
                cited: list[Passage], interrupted: bool = False) -> TurnOutcome:
     now = timezone.now()
-    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("tenant")
-                    .get(pk=opened.conversation_id))
+    conversation = Conversation.objects.select_for_update().get(pk=opened.conversation_id)
+    conversation.tenant = opened.tenant
     handoff = plan.handoff.as_dict() if plan and plan.handoff else None
     message = _append(
         conversation, role=Role.ASSISTANT, content=content, now=now, id=opened.reply_id,
