@@ -73,6 +73,10 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> byte
 def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # The headers and the body go out in two writes: with Nagle's algorithm the body
+        # waits for the client's delayed ACK of the headers, 40 ms per response on loopback,
+        # which no real API server adds.
+        disable_nagle_algorithm = True
 
         def log_message(self, *args) -> None:  # keep test output clean
             pass

@@ -95,6 +95,9 @@ class WebhookReceiver:
 def _handler(receiver: WebhookReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body are two writes: without this, Nagle's algorithm holds the body
+        # for the sender's delayed ACK (40 ms on loopback), which no real receiver adds.
+        disable_nagle_algorithm = True
 
         def log_message(self, *args) -> None:  # keep test output clean
             pass
