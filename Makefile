@@ -28,8 +28,10 @@ run: migrate
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# One benchmark: make bench BENCH=tests/benchmarks/test_chat_bench.py
+BENCH ?= tests/benchmarks
 bench: install
-	$(BIN)/python -m pytest tests/benchmarks -p no:cacheprovider -o addopts="" -s $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(BENCH) -p no:cacheprovider -o addopts="" -s $(PYTEST_ARGS)
 
 # docs/screenshots/*.png again: the browser tests write them only when SCREENSHOTS=1.
 screenshots: install
