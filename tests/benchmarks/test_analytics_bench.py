@@ -71,6 +71,7 @@ def django_db_setup(django_db_blocker):
     _ensure_database(default.settings_dict, name)
     for conn in connections.all():
         conn.close()
+    default.close_pool()  # its connections are to the database named before
     default.settings_dict["NAME"] = name
     with django_db_blocker.unblock():
         call_command("migrate", verbosity=0, interactive=False)
@@ -78,6 +79,7 @@ def django_db_setup(django_db_blocker):
     yield
     for conn in connections.all():
         conn.close()
+    default.close_pool()
     default.settings_dict["NAME"] = original
 
 

@@ -58,7 +58,12 @@ def local(settings):
 @pytest.fixture
 def workers(tmp_path, local):
     base = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
-    env = environment({"DATABASE_URL": f"{base}/{connection.settings_dict['NAME']}",
+    # The database this process really writes to: with the connection pool, a benchmark that
+    # switched settings' NAME earlier in the session can leave NAME and the pool apart.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database()")
+        (database,) = cursor.fetchone()
+    env = environment({"DATABASE_URL": f"{base}/{database}",
                        "WEBHOOKS_ALLOW_HTTP": "1", "WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1"})
     procs = []
     for n in range(PROCESSES):
