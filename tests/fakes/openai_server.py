@@ -19,6 +19,7 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.peers: list[tuple[str, int]] = []  # the client's address: one per connection
         self.reset()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -36,6 +37,7 @@ class FakeOpenAI:
         self.break_stream_after: int | None = None  # drop the connection after N chunks
         self.requests.clear()
         self.headers.clear()
+        self.peers.clear()
 
     @property
     def base_url(self) -> str:
@@ -86,6 +88,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             fake.requests.append(body)
             fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+            fake.peers.append(self.client_address)
             if not self.path.endswith("/chat/completions"):
                 return self._json(404, {"error": {"message": "not found"}})
             if fake.delay:

@@ -8,10 +8,13 @@ provider errors (v1 502/504, legacy 503).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 import ssl
+import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from functools import lru_cache
 from typing import Any
@@ -76,22 +79,52 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-class OpenAIProvider(Provider):
-    name = "openai"
+# Clients kept per event loop (a client's connections belong to the loop that opened them) and
+# per configuration, so that a turn reuses the open connection, and its TLS session, of the
+# turns before it instead of a new handshake with the model's API each time.
+_CLIENTS_PER_LOOP = 32
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict[tuple, openai.AsyncOpenAI]]
+_clients = weakref.WeakKeyDictionary()
+_closing: set[asyncio.Task] = set()
 
-    def __init__(self, *, api_key: str, model: str, base_url: str | None = None):
-        self.model = model
-        # A client per turn: its connection pool belongs to the event loop that uses it.
-        self.client = openai.AsyncOpenAI(
+
+def _client(*, api_key: str, base_url: str | None) -> openai.AsyncOpenAI:
+    loop = asyncio.get_running_loop()
+    for gone in [other for other in _clients if other.is_closed()]:
+        # A short-lived loop (async_to_sync) ended: its clients' connections died with it, and
+        # they hold the loop, which would keep the weak entry alive.
+        del _clients[gone]
+    kept = _clients.setdefault(loop, OrderedDict())
+    key = (api_key, base_url, settings.AGENT_TIMEOUT_SECONDS, settings.AGENT_MAX_RETRIES)
+    client = kept.get(key)
+    if client is None or client.is_closed():
+        client = kept[key] = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
             timeout=settings.AGENT_TIMEOUT_SECONDS,
             max_retries=settings.AGENT_MAX_RETRIES,
             http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
         )
+    kept.move_to_end(key)
+    while len(kept) > _CLIENTS_PER_LOOP:  # keys rotated away, tenants long gone
+        _, oldest = kept.popitem(last=False)
+        task = loop.create_task(oldest.close())
+        _closing.add(task)
+        task.add_done_callback(_closing.discard)
+    return client
 
-    async def close(self) -> None:
-        await self.client.close()
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(self, *, api_key: str, model: str, base_url: str | None = None):
+        self.model = model
+        self._api_key, self._base_url = api_key, base_url
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The event loop's client for this key and server (called inside the loop)."""
+        return _client(api_key=self._api_key, base_url=self._base_url)
 
     async def analyze(self, ctx: TurnContext) -> Analysis:
         messages = [
