@@ -20,14 +20,14 @@ from django.db.models import F, Q, QuerySet, Sum
 from config.api.pagination import Page
 from tenants.models import Tenant
 
-from .models import Lead, LeadDailyCount
+from .models import Lead, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
 from .presenters import COLUMNS, TIMESTAMPS, timestamp_expressions
 from .text import custom_fields_text
 from .vocabulary import stored_for_v1_filter
 
 SORT_COLUMNS = {"createdAt": "created_at", "updatedAt": "updated_at", "score": "score"}
-# From this offset on, a page sorted by creation date starts its index scan at the right day,
-# found from the daily counts, instead of stepping over every earlier entry.
+# From this offset on, a page starts its index scan at the right creation day, update day or
+# score, found from the counts, instead of stepping over every earlier entry.
 DEEP_OFFSET = 1000
 
 V1_SEARCH_FIELDS = ("name", "email", "company", "custom_fields_text")
@@ -96,8 +96,9 @@ def lead_list(
 ) -> Page:
     """One page of leads in a stable order (the sort column, then the id), with the total.
 
-    Two queries: the total (or the per-day counts, for deep pages by creation date) and the
-    page. The page query picks the ids with an index-only scan and then reads those rows only.
+    Two queries: the total (or, for deep pages, the counts per creation day, update day or
+    score) and the page. The page query picks the ids with an index-only scan and then reads
+    those rows only.
     """
     column = SORT_COLUMNS[sort_by]
     order = ([F(column).desc(), F("id").desc()] if descending
@@ -105,22 +106,19 @@ def lead_list(
     offset = (page - 1) * limit
     matching = _filter_leads(leads, filters)
     counts = _filter_counts(tenant=tenant, livemode=livemode, filters=filters)
+    buckets = _bucket_counts(column, tenant=tenant, livemode=livemode, filters=filters)
 
-    if column == "created_at" and offset >= DEEP_OFFSET:
-        per_day = (counts.values("day").annotate(n=Sum("count"))
-                   .order_by("-day" if descending else "day").values_list("day", "n"))
-        days = list(per_day)
-        total = sum(n for _, n in days)
-        found = _day_of_offset(days, offset)
+    if buckets is not None and offset >= DEEP_OFFSET:
+        per_bucket = list(buckets.order_by(f"-{BUCKETS[column]}" if descending
+                                           else BUCKETS[column]))
+        total = sum(n for _, n in per_bucket)
+        found = _bucket_of_offset(per_bucket, offset)
         if found is None:
             return Page(items=[], page=page, limit=limit, total=total)
-        day, passed = found
-        # The rows of the days before ``day`` in this order are exactly ``passed``: skip them
-        # by the index's key rather than by OFFSET.
-        if descending:
-            matching = matching.filter(created_at__lt=_day_start(day + timedelta(days=1)))
-        else:
-            matching = matching.filter(created_at__gte=_day_start(day))
+        bucket, passed = found
+        # The rows of the buckets before ``bucket`` in this order are exactly ``passed``: skip
+        # them by the index's key rather than by OFFSET.
+        matching = matching.filter(_from_bucket(column, bucket, descending))
         offset -= passed
     else:
         total = counts.aggregate(n=Sum("count"))["n"] or 0
@@ -133,12 +131,44 @@ def lead_list(
     return Page(items=rows, page=page, limit=limit, total=total)
 
 
-def _day_of_offset(days: list[tuple[date, int]], offset: int) -> tuple[date, int] | None:
-    """The day holding the row at ``offset``, and how many rows the days before it hold."""
+# The count table and bucket column behind each sort column (docs/performance.md, "Leads").
+BUCKETS = {"created_at": "day", "updated_at": "day", "score": "score"}
+
+
+def _bucket_counts(column: str, *, tenant: Tenant, livemode: bool,
+                   filters: LeadFilters) -> QuerySet | None:
+    """(bucket, rows) of the leads matching ``filters``, for the deep pages of ``column``; None
+    where the counts cannot tell (the update-day and score counts know no creation date)."""
+    if column == "created_at":
+        counts = _filter_counts(tenant=tenant, livemode=livemode, filters=filters)
+    elif filters.created_from or filters.created_to:
+        return None
+    else:
+        model = LeadUpdatedDayCount if column == "updated_at" else LeadScoreCount
+        counts = model.objects.filter(tenant=tenant, livemode=livemode)
+        if filters.status:
+            counts = counts.filter(status__in=stored_for_v1_filter(filters.status))
+        if filters.source:
+            counts = counts.filter(source=filters.source)
+    bucket = BUCKETS[column]
+    return counts.values(bucket).annotate(n=Sum("count")).values_list(bucket, "n")
+
+
+def _from_bucket(column: str, bucket: Any, descending: bool) -> Q:
+    """The leads at ``bucket`` and after it in the list's order."""
+    if column == "score":
+        return Q(score__lte=bucket) if descending else Q(score__gte=bucket)
+    if descending:
+        return Q(**{f"{column}__lt": _day_start(bucket + timedelta(days=1))})
+    return Q(**{f"{column}__gte": _day_start(bucket)})
+
+
+def _bucket_of_offset(buckets: list[tuple[Any, int]], offset: int) -> tuple[Any, int] | None:
+    """The bucket holding the row at ``offset``, and how many rows the buckets before it hold."""
     passed = 0
-    for day, n in days:
+    for bucket, n in buckets:
         if passed + n > offset:
-            return day, passed
+            return bucket, passed
         passed += n
     return None
 

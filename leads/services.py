@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, date, datetime
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Count, Value
 from django.db.models.functions import Lower, TruncDate
 from django.utils import timezone
@@ -27,7 +29,7 @@ from config.errors import Conflict, FieldError, InvalidRequest, Unprocessable
 from tenants.models import Tenant, User
 
 from . import presenters
-from .models import Lead, LeadDailyCount
+from .models import Lead, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
 from .text import custom_fields_text
 from .vocabulary import LeadSource, LeadStatus, v1_status
 
@@ -207,58 +209,81 @@ def _save_checking_email(lead: Lead, *, email_changed: bool, **save_kwargs: Any)
         raise LeadEmailTaken(owner) from None
 
 
-# --- daily counts (LeadDailyCount) ---------------------------------------------------------
+# --- counts (LeadDailyCount, LeadUpdatedDayCount, LeadScoreCount) -------------------------------
 
-CountKey = tuple[date, str, str]  # (UTC creation day, stored status, source)
+class CountKey(NamedTuple):
+    """Where a lead is counted: each count table keeps a projection of this."""
+
+    created_day: date  # UTC
+    updated_day: date  # UTC
+    score: int
+    status: str  # stored
+    source: str
 
 
 def _count_key(lead: Lead) -> CountKey:
-    return (lead.created_at.astimezone(UTC).date(), lead.status, lead.source)
+    return CountKey(lead.created_at.astimezone(UTC).date(), lead.updated_at.astimezone(UTC).date(),
+                    lead.score, lead.status, lead.source)
+
+
+# Each count table: its model, its bucket column, a key's bucket, and the expression that
+# computes the bucket from a lead's columns (for the rebuild). Rows are locked in this order.
+_COUNT_TABLES: tuple[tuple[type[models.Model], str, Callable[[CountKey], Any], Any], ...] = (
+    (LeadDailyCount, "day", lambda key: key.created_day, TruncDate("created_at", tzinfo=UTC)),
+    (LeadUpdatedDayCount, "day", lambda key: key.updated_day, TruncDate("updated_at", tzinfo=UTC)),
+    (LeadScoreCount, "score", lambda key: key.score, None),  # the lead's own column
+)
 
 
 def _adjust_counts(lead: Lead, deltas: dict[CountKey, int]) -> None:
-    """Adds ``deltas`` to the lead's tenant-and-mode daily counts, in one upsert per key.
+    """Adds ``deltas`` to the lead's tenant-and-mode counts: in each table, one upsert of the
+    rows whose count changes (a lead updated on the day of its last update moves nothing in the
+    updated-day counts).
 
-    Keys are taken in sorted order so that two transactions moving counts between the same
-    rows lock them in the same order and cannot deadlock.
+    Tables in a fixed order and rows in sorted order, so that two transactions moving counts
+    between the same rows lock them in the same order and cannot deadlock.
     """
-    table = connection.ops.quote_name(LeadDailyCount._meta.db_table)
-    tenant_field = LeadDailyCount._meta.get_field("tenant")
-    day_field = LeadDailyCount._meta.get_field("day")
-    tenant_id = tenant_field.get_db_prep_save(lead.tenant_id, connection)
-    sql = (
-        f"INSERT INTO {table} (tenant_id, livemode, day, status, source, count) "
-        "VALUES (%s, %s, %s, %s, %s, %s) "
-        "ON CONFLICT (tenant_id, livemode, day, status, source) "
-        f"DO UPDATE SET count = {table}.count + EXCLUDED.count"
-    )
-    with connection.cursor() as cursor:
-        for (day, status, source), delta in sorted(deltas.items()):
-            if delta:
-                cursor.execute(sql, [tenant_id, lead.livemode,
-                                     day_field.get_db_prep_save(day, connection),
-                                     status, source, delta])
+    for model, bucket, bucket_of, _ in _COUNT_TABLES:
+        moved: Counter[tuple[Any, str, str]] = Counter()
+        for key, delta in deltas.items():
+            moved[(bucket_of(key), key.status, key.source)] += delta
+        changes = sorted((row, n) for row, n in moved.items() if n)
+        if not changes:
+            continue
+        table = connection.ops.quote_name(model._meta.db_table)
+        tenant_id = model._meta.get_field("tenant").get_db_prep_save(lead.tenant_id, connection)
+        bucket_field = model._meta.get_field(bucket)
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(changes))
+        params = [param for (value, status, source), delta in changes
+                  for param in (tenant_id, lead.livemode,
+                                bucket_field.get_db_prep_save(value, connection),
+                                status, source, delta)]
+        with connection.cursor() as cursor:
+            # One statement per table; its rows are taken in the VALUES' (sorted) order.
+            cursor.execute(
+                f"INSERT INTO {table} (tenant_id, livemode, {bucket}, status, source, count) "
+                f"VALUES {values} ON CONFLICT (tenant_id, livemode, {bucket}, status, source) "
+                f"DO UPDATE SET count = {table}.count + EXCLUDED.count", params)
 
 
 @transaction.atomic
 def lead_counts_rebuild(*, tenant: Tenant, livemode: bool) -> int:
-    """Recomputes the daily counts of a tenant and mode from its leads; returns the total.
+    """Recomputes the counts of a tenant and mode from its leads; returns the total.
 
     For leads written around the services (bulk loads, repairs); the services keep the counts
     exact on their own.
     """
-    LeadDailyCount.objects.filter(tenant=tenant, livemode=livemode).delete()
-    groups = (
-        Lead.objects.filter(tenant=tenant, livemode=livemode)
-        .annotate(day=TruncDate("created_at", tzinfo=UTC))
-        .values("day", "status", "source")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    rows = [LeadDailyCount(tenant=tenant, livemode=livemode, day=g["day"], status=g["status"],
-                           source=g["source"], count=g["n"]) for g in groups]
-    LeadDailyCount.objects.bulk_create(rows, batch_size=2000)
-    return sum(row.count for row in rows)
+    leads = Lead.objects.filter(tenant=tenant, livemode=livemode)
+    totals = []
+    for model, bucket, _, expression in _COUNT_TABLES:
+        model.objects.filter(tenant=tenant, livemode=livemode).delete()
+        grouped = leads.annotate(**{bucket: expression}) if expression is not None else leads
+        groups = grouped.values(bucket, "status", "source").annotate(n=Count("id")).order_by()
+        rows = [model(tenant=tenant, livemode=livemode, **{bucket: g[bucket]}, status=g["status"],
+                      source=g["source"], count=g["n"]) for g in groups]
+        model.objects.bulk_create(rows, batch_size=2000)
+        totals.append(sum(row.count for row in rows))
+    return totals[0]
 
 
 # --- writes ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.db.models.functions import TruncDate
 
-from leads.models import Lead, LeadDailyCount
+from leads.models import Lead, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
 from leads.services import lead_counts_rebuild, lead_delete, lead_update
 from leads.vocabulary import LeadSource, LeadStatus
 from tests.factories import make_lead
@@ -26,6 +26,21 @@ def _actual(tenant, livemode) -> Counter:
 def _counted(tenant, livemode) -> Counter:
     rows = LeadDailyCount.objects.filter(tenant=tenant, livemode=livemode, count__gt=0)
     return Counter({(r.day, r.status, r.source): r.count for r in rows})
+
+
+def _actual_by(tenant, livemode, bucket: str) -> Counter:
+    leads = Lead.objects.filter(tenant=tenant, livemode=livemode)
+    if bucket == "updated_day":
+        leads = leads.annotate(bucket=TruncDate("updated_at", tzinfo=UTC))
+        return Counter(leads.values_list("bucket", "status", "source"))
+    return Counter(leads.values_list("score", "status", "source"))
+
+
+def _counted_by(tenant, livemode, bucket: str) -> Counter:
+    model, column = ((LeadUpdatedDayCount, "day") if bucket == "updated_day"
+                     else (LeadScoreCount, "score"))
+    rows = model.objects.filter(tenant=tenant, livemode=livemode, count__gt=0)
+    return Counter({(getattr(r, column), r.status, r.source): r.count for r in rows})
 
 
 def test_counts_follow_every_write(kit, stranger):
@@ -46,6 +61,12 @@ def test_counts_follow_every_write(kit, stranger):
     for tenant in (kit.tenant, stranger.tenant):
         for livemode in (True, False):
             assert _counted(tenant, livemode) == _actual(tenant, livemode)
+            for bucket in ("updated_day", "score"):
+                assert _counted_by(tenant, livemode, bucket) == _actual_by(tenant, livemode,
+                                                                           bucket)
+    # Nothing is counted below zero, and deletes leave no stray rows behind.
+    for model in (LeadDailyCount, LeadUpdatedDayCount, LeadScoreCount):
+        assert not model.objects.filter(count__lt=0).exists()
 
 
 def test_rebuild_recomputes_from_the_leads(kit):
@@ -53,8 +74,11 @@ def test_rebuild_recomputes_from_the_leads(kit):
         make_lead(kit, created_at=T0 + timedelta(hours=9 * i), source="chat")
     Lead.objects.filter(tenant=kit.tenant).update(status="lost")  # written around the services
     assert _counted(kit.tenant, True) != _actual(kit.tenant, True)
+    Lead.objects.filter(tenant=kit.tenant).update(score=42)
     assert lead_counts_rebuild(tenant=kit.tenant, livemode=True) == 10
     assert _counted(kit.tenant, True) == _actual(kit.tenant, True)
+    for bucket in ("updated_day", "score"):
+        assert _counted_by(kit.tenant, True, bucket) == _actual_by(kit.tenant, True, bucket)
 
 
 def test_days_are_utc_days(kit):

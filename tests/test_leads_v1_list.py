@@ -138,6 +138,55 @@ def test_deep_pages_by_creation_date_skip_whole_days(api, kit, monkeypatch):
     assert r.json()["data"] == [] and r.json()["pagination"]["total"] == 40
 
 
+def test_deep_pages_by_score_and_update_day_skip_whole_buckets(api, kit, monkeypatch, settings):
+    """Deep pages sorted by score or updatedAt start at the right score or update day (from
+    their counts); the result must be the same as plain offsets, with and without filters."""
+    import random
+
+    settings.RATE_LIMIT_ENABLED = False  # 140 pages, well past a Starter key's minute
+
+    from django.utils import timezone
+
+    from leads import selectors
+    from leads.models import Lead
+
+    rng = random.Random(3)
+    made = []
+    for i in range(40):
+        lead = make_lead(kit, created_at=T0 + timedelta(hours=7 * i),
+                         source=rng.choice(["chat", "form", "api"]))
+        updated = T0 + timedelta(hours=11 * ((i * 7) % 40))
+        with monkeypatch.context() as frozen:  # the service stamps updated_at with "now"
+            frozen.setattr(timezone, "now", lambda at=updated: at)
+            lead_update(lead=lead, changes={"score": rng.randrange(0, 101, 5),
+                                            "status": rng.choice(["new", "qualified"])})
+        made.append(lead.pk)
+    leads = list(Lead.objects.filter(pk__in=made))
+    assert len({lead.updated_at.date() for lead in leads}) > 10
+
+    cases = [("score", "", lambda x: True), ("updatedAt", "", lambda x: True),
+             ("score", "&status=qualified", lambda x: x.status == "qualified"),
+             ("updatedAt", "&source=chat", lambda x: x.source == "chat"),
+             ("score", "&createdAfter=2026-03-03", lambda x: x.created_at >= datetime(
+                 2026, 3, 3, tzinfo=UTC))]  # no counts by score and day: plain OFFSET
+    for sort_by, query, keep in cases:
+        column = {"score": "score", "updatedAt": "updated_at"}[sort_by]
+        for order, descending in (("desc", True), ("asc", False)):
+            expected = [_v1(lead) for lead in sorted(
+                filter(keep, leads), key=lambda x, c=column: (getattr(x, c), x.pk),
+                reverse=descending)]
+            for threshold in (10_000, 0):  # plain OFFSET, then the skip on every page
+                monkeypatch.setattr(selectors, "DEEP_OFFSET", threshold)
+                got = []
+                for page in range(1, 8):
+                    r = api.get(f"/api/v1/leads?limit=6&page={page}&sortBy={sort_by}"
+                                f"&sortOrder={order}{query}", headers=kit.auth("read"))
+                    assert r.status_code == 200, r.text
+                    got += _ids(r)
+                    assert r.json()["pagination"]["total"] == len(expected)
+                assert got == expected, (sort_by, query, order, threshold)
+
+
 @pytest.mark.parametrize("query, field, code", [
     ("limit=0", "limit", "out_of_range"),
     ("limit=101", "limit", "out_of_range"),
