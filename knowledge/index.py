@@ -200,9 +200,8 @@ def search(*, tenant: Tenant, livemode: bool, query: str, limit: int) -> list[Hi
         return []
     if connection.vendor == "postgresql":
         return _search_postgres(tenant=tenant, livemode=livemode, terms=terms, limit=limit)
-    if connection.vendor == "sqlite":
-        return _search_sqlite(tenant=tenant, livemode=livemode, terms=terms, limit=limit)
-    raise NotImplementedError(f"No knowledge index for {connection.vendor}")
+    # The settings admit PostgreSQL and SQLite only (DATABASE_URL's schemes).
+    return _search_sqlite(tenant=tenant, livemode=livemode, terms=terms, limit=limit)
 
 
 def _tsquery_literal(lexeme: str) -> str:

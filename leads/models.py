@@ -100,23 +100,38 @@ class Lead(models.Model):
         return self.email
 
 
-class LeadDailyCount(models.Model):
-    """How many leads of a tenant and mode were created on a UTC day, per stored status and
-    source: the exact totals of lead lists without a COUNT over the leads themselves.
+class LeadCount(models.Model):
+    """How many leads of a tenant and mode fall in one bucket of a sort column (``bucket``), per
+    stored status and source. The lead services keep the counts in the same transaction as the
+    lead write (``leads.services``), and ``lead_counts_rebuild`` recomputes them for data
+    written around the services (bulk loads)."""
 
-    An exact ``COUNT(*)`` over a million leads reads a million index entries on every list
-    request; summing these rows reads a few thousand. The lead services keep the counts in the
-    same transaction as the lead write (``leads.services``), and ``lead_counts_rebuild``
-    recomputes them for data written around the services (bulk loads).
-    """
+    bucket: str  # the subclass's bucket column
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
                                related_name="+")
     livemode = models.BooleanField()
-    day = models.DateField()
     status = models.CharField(max_length=12, choices=LeadStatus.choices)
     source = models.CharField(max_length=10, choices=LeadSource.choices)
     count = models.IntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.bucket} {getattr(self, self.bucket)} {self.status} {self.source}: {self.count}"
+
+
+class LeadDailyCount(LeadCount):
+    """By UTC creation day: the exact totals of lead lists without a COUNT over the leads
+    themselves, and the deep pages sorted by ``createdAt``.
+
+    An exact ``COUNT(*)`` over a million leads reads a million index entries on every list
+    request; summing these rows reads a few thousand.
+    """
+
+    bucket = "day"
+    day = models.DateField()
 
     class Meta:
         constraints = [
@@ -124,22 +139,14 @@ class LeadDailyCount(models.Model):
                                     name="lead_daily_count_key"),
         ]
 
-    def __str__(self) -> str:
-        return f"{self.day} {self.status} {self.source}: {self.count}"
 
+class LeadUpdatedDayCount(LeadCount):
+    """By the UTC day of the lead's last update: deep pages sorted by ``updatedAt`` start their
+    index scan at the right day instead of an OFFSET over every earlier row
+    (``leads.selectors``)."""
 
-class LeadUpdatedDayCount(models.Model):
-    """As ``LeadDailyCount``, by the UTC day of the lead's last update: deep pages sorted by
-    ``updatedAt`` start their index scan at the right day instead of an OFFSET over every
-    earlier row (``leads.selectors``)."""
-
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
-                               related_name="+")
-    livemode = models.BooleanField()
+    bucket = "day"
     day = models.DateField()
-    status = models.CharField(max_length=12, choices=LeadStatus.choices)
-    source = models.CharField(max_length=10, choices=LeadSource.choices)
-    count = models.IntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -147,27 +154,16 @@ class LeadUpdatedDayCount(models.Model):
                                     name="lead_updated_day_count_key"),
         ]
 
-    def __str__(self) -> str:
-        return f"updated {self.day} {self.status} {self.source}: {self.count}"
 
+class LeadScoreCount(LeadCount):
+    """By score (0-100): deep pages sorted by ``score`` start their index scan at the right
+    score."""
 
-class LeadScoreCount(models.Model):
-    """As ``LeadDailyCount``, by score (0-100): deep pages sorted by ``score`` start their index
-    scan at the right score."""
-
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
-                               related_name="+")
-    livemode = models.BooleanField()
+    bucket = "score"
     score = models.PositiveSmallIntegerField()
-    status = models.CharField(max_length=12, choices=LeadStatus.choices)
-    source = models.CharField(max_length=10, choices=LeadSource.choices)
-    count = models.IntegerField(default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["tenant", "livemode", "score", "status", "source"],
                                     name="lead_score_count_key"),
         ]
-
-    def __str__(self) -> str:
-        return f"score {self.score} {self.status} {self.source}: {self.count}"

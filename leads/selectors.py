@@ -20,7 +20,7 @@ from django.db.models import F, Q, QuerySet, Sum
 from config.api.pagination import Page
 from tenants.models import Tenant
 
-from .models import Lead, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
+from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
 from .presenters import COLUMNS, TIMESTAMPS, timestamp_expressions
 from .text import custom_fields_text
 from .vocabulary import stored_for_v1_filter
@@ -63,9 +63,17 @@ def _filter_leads(leads: QuerySet[Lead], filters: LeadFilters) -> QuerySet[Lead]
     return leads
 
 
-def _filter_counts(*, tenant: Tenant, livemode: bool,
-                   filters: LeadFilters) -> QuerySet[LeadDailyCount]:
-    counts = LeadDailyCount.objects.filter(tenant=tenant, livemode=livemode)
+# The count table behind each sort column (docs/performance.md, "Leads").
+COUNTS: dict[str, type[LeadCount]] = {
+    "created_at": LeadDailyCount, "updated_at": LeadUpdatedDayCount, "score": LeadScoreCount,
+}
+
+
+def _filter_counts(*, tenant: Tenant, livemode: bool, filters: LeadFilters,
+                   model: type[LeadCount] = LeadDailyCount) -> QuerySet[LeadCount]:
+    """The rows of ``model`` that count the leads matching ``filters``. Only the daily counts
+    know the creation day: the caller asks the others only without a creation-date filter."""
+    counts = model.objects.filter(tenant=tenant, livemode=livemode)
     if filters.status:
         counts = counts.filter(status__in=stored_for_v1_filter(filters.status))
     if filters.source:
@@ -109,8 +117,8 @@ def lead_list(
     buckets = _bucket_counts(column, tenant=tenant, livemode=livemode, filters=filters)
 
     if buckets is not None and offset >= DEEP_OFFSET:
-        per_bucket = list(buckets.order_by(f"-{BUCKETS[column]}" if descending
-                                           else BUCKETS[column]))
+        bucket_column = COUNTS[column].bucket
+        per_bucket = list(buckets.order_by(f"-{bucket_column}" if descending else bucket_column))
         total = sum(n for _, n in per_bucket)
         found = _bucket_of_offset(per_bucket, offset)
         if found is None:
@@ -131,27 +139,15 @@ def lead_list(
     return Page(items=rows, page=page, limit=limit, total=total)
 
 
-# The count table and bucket column behind each sort column (docs/performance.md, "Leads").
-BUCKETS = {"created_at": "day", "updated_at": "day", "score": "score"}
-
-
 def _bucket_counts(column: str, *, tenant: Tenant, livemode: bool,
                    filters: LeadFilters) -> QuerySet | None:
     """(bucket, rows) of the leads matching ``filters``, for the deep pages of ``column``; None
     where the counts cannot tell (the update-day and score counts know no creation date)."""
-    if column == "created_at":
-        counts = _filter_counts(tenant=tenant, livemode=livemode, filters=filters)
-    elif filters.created_from or filters.created_to:
+    model = COUNTS[column]
+    if model is not LeadDailyCount and (filters.created_from or filters.created_to):
         return None
-    else:
-        model = LeadUpdatedDayCount if column == "updated_at" else LeadScoreCount
-        counts = model.objects.filter(tenant=tenant, livemode=livemode)
-        if filters.status:
-            counts = counts.filter(status__in=stored_for_v1_filter(filters.status))
-        if filters.source:
-            counts = counts.filter(source=filters.source)
-    bucket = BUCKETS[column]
-    return counts.values(bucket).annotate(n=Sum("count")).values_list(bucket, "n")
+    counts = _filter_counts(tenant=tenant, livemode=livemode, filters=filters, model=model)
+    return counts.values(model.bucket).annotate(n=Sum("count")).values_list(model.bucket, "n")
 
 
 def _from_bucket(column: str, bucket: Any, descending: bool) -> Q:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, TypedDict
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, connection, models, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Value
 from django.db.models.functions import Lower, TruncDate
 from django.utils import timezone
@@ -29,7 +29,7 @@ from config.errors import Conflict, FieldError, InvalidRequest, Unprocessable
 from tenants.models import Tenant, User
 
 from . import presenters
-from .models import Lead, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
+from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
 from .text import custom_fields_text
 from .vocabulary import LeadSource, LeadStatus, v1_status
 
@@ -226,12 +226,12 @@ def _count_key(lead: Lead) -> CountKey:
                     lead.score, lead.status, lead.source)
 
 
-# Each count table: its model, its bucket column, a key's bucket, and the expression that
-# computes the bucket from a lead's columns (for the rebuild). Rows are locked in this order.
-_COUNT_TABLES: tuple[tuple[type[models.Model], str, Callable[[CountKey], Any], Any], ...] = (
-    (LeadDailyCount, "day", lambda key: key.created_day, TruncDate("created_at", tzinfo=UTC)),
-    (LeadUpdatedDayCount, "day", lambda key: key.updated_day, TruncDate("updated_at", tzinfo=UTC)),
-    (LeadScoreCount, "score", lambda key: key.score, None),  # the lead's own column
+# Each count table: its model, a key's bucket, and the expression that computes the bucket
+# from a lead's columns (for the rebuild). Rows are locked in this order.
+_COUNT_TABLES: tuple[tuple[type[LeadCount], Callable[[CountKey], Any], Any], ...] = (
+    (LeadDailyCount, lambda key: key.created_day, TruncDate("created_at", tzinfo=UTC)),
+    (LeadUpdatedDayCount, lambda key: key.updated_day, TruncDate("updated_at", tzinfo=UTC)),
+    (LeadScoreCount, lambda key: key.score, None),  # the lead's own column
 )
 
 
@@ -243,7 +243,8 @@ def _adjust_counts(lead: Lead, deltas: dict[CountKey, int]) -> None:
     Tables in a fixed order and rows in sorted order, so that two transactions moving counts
     between the same rows lock them in the same order and cannot deadlock.
     """
-    for model, bucket, bucket_of, _ in _COUNT_TABLES:
+    for model, bucket_of, _ in _COUNT_TABLES:
+        bucket = model.bucket
         moved: Counter[tuple[Any, str, str]] = Counter()
         for key, delta in deltas.items():
             moved[(bucket_of(key), key.status, key.source)] += delta
@@ -275,7 +276,8 @@ def lead_counts_rebuild(*, tenant: Tenant, livemode: bool) -> int:
     """
     leads = Lead.objects.filter(tenant=tenant, livemode=livemode)
     totals = []
-    for model, bucket, _, expression in _COUNT_TABLES:
+    for model, _, expression in _COUNT_TABLES:
+        bucket = model.bucket
         model.objects.filter(tenant=tenant, livemode=livemode).delete()
         grouped = leads.annotate(**{bucket: expression}) if expression is not None else leads
         groups = grouped.values(bucket, "status", "source").annotate(n=Count("id")).order_by()

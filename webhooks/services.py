@@ -128,15 +128,23 @@ def subscription_create(*, tenant: Tenant, livemode: bool, url: str, events: lis
                         secret: str | None = None) -> tuple[Subscription, str]:
     """Creates an active subscription; returns it with its secret (generated when not given),
     which the caller shows this once."""
+    return _receiver_create(Subscription, tenant=tenant, livemode=livemode, url=url,
+                            events=events, allowed=envelopes.V1_EVENT_TYPES, secret=secret)
+
+
+def _receiver_create(model, *, tenant: Tenant, livemode: bool, url: str, events: list[str],
+                     allowed: tuple[str, ...], secret: str | None):
+    """A new receiver (subscription or legacy webhook): URL, event types and secret checked in
+    that order; returns it with its secret."""
     url = _clean_url(url)
-    events = _clean_events(events, envelopes.V1_EVENT_TYPES)
+    events = _clean_events(events, allowed)
     secret = _clean_secret(secret)
     now = timezone.now()
-    subscription = Subscription.objects.create(
+    receiver = model.objects.create(
         tenant=tenant, livemode=livemode, url=url, events=events,
         secret_encrypted=crypto.encrypt(secret), created_at=now, updated_at=now,
     )
-    return subscription, secret
+    return receiver, secret
 
 
 @transaction.atomic
@@ -177,15 +185,8 @@ def legacy_webhook_create(*, tenant: Tenant, url: str, events: list[str],
                           secret: str | None = None, livemode: bool = True,
                           ) -> tuple[LegacyWebhook, str]:
     """Configures a legacy webhook (dashboard, Settings, Webhooks); returns it with its secret."""
-    url = _clean_url(url)
-    events = _clean_events(events, envelopes.LEGACY_EVENT_TYPES)
-    secret = _clean_secret(secret)
-    now = timezone.now()
-    webhook = LegacyWebhook.objects.create(
-        tenant=tenant, livemode=livemode, url=url, events=events,
-        secret_encrypted=crypto.encrypt(secret), created_at=now, updated_at=now,
-    )
-    return webhook, secret
+    return _receiver_create(LegacyWebhook, tenant=tenant, livemode=livemode, url=url,
+                            events=events, allowed=envelopes.LEGACY_EVENT_TYPES, secret=secret)
 
 
 @transaction.atomic
