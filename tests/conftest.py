@@ -17,7 +17,7 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
 from . import openapi
-from .factories import TenantKit, make_tenant
+from .factories import PASSWORD, TenantKit, make_tenant
 
 
 class ApiClient:
@@ -148,3 +148,32 @@ def fake(fake_server, kit, settings):
     tenant_set_agent(tenant=kit.tenant, provider="openai", model="fake-model",
                      api_key="sk-provider-secret", base_url=fake_server.base_url)
     return fake_server
+
+
+@pytest.fixture
+def manager(kit):
+    """A manager of ``kit``'s tenant (signs in with ``PASSWORD``)."""
+    from tenants.services import user_create
+
+    return user_create(tenant=kit.tenant, email="mia@acme.test", first_name="Mia",
+                       role="manager", password=PASSWORD)
+
+
+@pytest.fixture
+def rep(kit):
+    """A rep of ``kit``'s tenant (signs in with ``PASSWORD``)."""
+    from tenants.services import user_create
+
+    return user_create(tenant=kit.tenant, email="ray@acme.test", first_name="Ray",
+                       password=PASSWORD)
+
+
+@pytest.fixture
+def eager_celery():
+    """Tasks run inline when enqueued, as a worker would run them (no broker needed)."""
+    from config.celery import app as celery_app
+
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous

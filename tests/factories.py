@@ -58,6 +58,10 @@ def make_tenant(name: str = "Acme Inc", plan: str = "starter", agent: str = "bui
 _lead_numbers = itertools.count(1)
 
 
+# The password of the staff accounts the tests create.
+PASSWORD = "a-long-enough-password"
+
+
 def make_lead(kit: TenantKit, mode: str = "live", **fields) -> Lead:
     """A lead of ``kit``'s tenant, created through the service (events and counts included)."""
     fields.setdefault("email", f"lead{next(_lead_numbers)}@example.com")

@@ -13,9 +13,7 @@ from apikeys.models import ApiKey
 from conversations.models import Conversation, Message
 from tenants.services import user_create
 from tests.chat_helpers import chat
-from tests.factories import make_lead
-
-PASSWORD = "a-long-enough-password"
+from tests.factories import PASSWORD, make_lead
 
 
 class Client(DjangoClient):

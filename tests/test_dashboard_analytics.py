@@ -8,26 +8,13 @@ import html
 import re
 from datetime import timedelta
 
-import pytest
 from django.utils import timezone
 
 from analytics.services import record_widget_visit
 from leads.services import lead_update
-from tenants.services import user_create
 from tests.chat_helpers import chat
 from tests.factories import make_lead
-from tests.test_dashboard import PASSWORD, signed_in
-
-
-@pytest.fixture
-def manager(kit):
-    return user_create(tenant=kit.tenant, email="mia@acme.test", first_name="Mia", role="manager",
-                       password=PASSWORD)
-
-
-@pytest.fixture
-def rep(kit):
-    return user_create(tenant=kit.tenant, email="ray@acme.test", first_name="Ray", password=PASSWORD)
+from tests.test_dashboard import signed_in
 
 
 def activity(api, kit):

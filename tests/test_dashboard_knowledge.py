@@ -12,14 +12,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from config.celery import app as celery_app
 from knowledge import services
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.retrieval import retrieve
-from tenants.services import user_create
 from tests import knowledge_files as files
 from tests.knowledge_helpers import index_pending
-from tests.test_dashboard import PASSWORD, Client, signed_in
+from tests.test_dashboard import Client, signed_in
 
 PAGE = "/dashboard/knowledge/"
 UPLOAD = "/dashboard/knowledge/upload/"
@@ -27,26 +25,6 @@ PASTE = "/dashboard/knowledge/paste/"
 PDF = files.make_pdf([["Our widget installs with one script tag."],
                       ["Refunds are possible within 30 days of purchase."]])
 DOCX = files.make_docx([("h1", "Install"), ("p", "Paste the script tag before the closing body.")])
-
-
-@pytest.fixture
-def manager(kit):
-    return user_create(tenant=kit.tenant, email="mia@acme.test", first_name="Mia", role="manager",
-                       password=PASSWORD)
-
-
-@pytest.fixture
-def rep(kit):
-    return user_create(tenant=kit.tenant, email="ray@acme.test", first_name="Ray", password=PASSWORD)
-
-
-@pytest.fixture
-def eager_celery():
-    """Tasks run inline when enqueued, as a worker would run them (no broker needed)."""
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
 
 
 def document(kit, title, data=b"Plans start at 49 dollars per seat.", *, type="text", mode="live",

@@ -8,25 +8,13 @@ from datetime import timedelta
 
 import pytest
 
-from tenants.services import user_create
 from tests.factories import make_lead
 from tests.fakes.webhook_receiver import Answer, WebhookReceiver
-from tests.test_dashboard import PASSWORD, Client, signed_in
+from tests.test_dashboard import Client, signed_in
 from webhooks import services
 from webhooks.models import Delivery, LegacyWebhook, Subscription
 
 SECRET = "whsec_dashboard_0123456789abcdef"
-
-
-@pytest.fixture
-def manager(kit):
-    return user_create(tenant=kit.tenant, email="mia@acme.test", first_name="Mia", role="manager",
-                       password=PASSWORD)
-
-
-@pytest.fixture
-def rep(kit):
-    return user_create(tenant=kit.tenant, email="ray@acme.test", first_name="Ray", password=PASSWORD)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from config.celery import app as celery_app
 from knowledge import services
 from knowledge.models import Chunk, Document, DocumentSource, DocumentStatus
 from knowledge.retrieval import retrieve
@@ -141,15 +140,6 @@ def test_limits_found_while_reading_fail_the_document(kit, settings):
     chunks.refresh_from_db()
     assert pages.failure_reason == "The PDF has 3 pages; the limit is 2."
     assert chunks.failure_reason.endswith(" passages; the limit is 1.")
-
-
-@pytest.fixture
-def eager_celery():
-    """Tasks run inline when enqueued, as a worker would run them (no broker needed)."""
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
 
 
 def test_indexing_is_enqueued_after_the_upload_commits(api, kit, eager_celery,

@@ -11,8 +11,7 @@ import pytest
 from config.middleware import InlineMiddleware, PagesOnlyMiddleware
 from tenants.services import user_create
 from tests.conftest import ApiClient
-
-PASSWORD = "a-long-enough-password"
+from tests.factories import PASSWORD
 
 
 @pytest.fixture
