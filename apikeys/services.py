@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.errors import Conflict, FieldError, Unprocessable
+from config.sql import ModelColumns, fetch_one, quote
 from tenants.crypto import digest
 from tenants.models import Tenant
 
@@ -110,13 +111,25 @@ def api_key_revoke_old(*, key: ApiKey) -> list[ApiKey]:
     return old
 
 
+# Every authenticated request runs this, so it is written out (config/sql.py).
+_KEY_COLUMNS = ModelColumns(ApiKey, "k")
+_TENANT_COLUMNS = ModelColumns(Tenant, "t")
+_KEY_WITH_TENANT = (
+    f"SELECT {_KEY_COLUMNS.sql}, {_TENANT_COLUMNS.sql} FROM {quote(ApiKey._meta.db_table)} k "
+    f"JOIN {quote(Tenant._meta.db_table)} t ON t.{quote(Tenant._meta.pk.column)} = k.\"tenant_id\" "
+    "WHERE k.\"hashed_key\" = %s"
+)
+
+
 def api_key_authenticate(raw: str) -> ApiKey | None:
     """The usable key whose secret is ``raw``, with its tenant loaded; None otherwise."""
     if not raw.startswith((LIVE_PREFIX, TEST_PREFIX)) or len(raw) > 100:
         return None
-    key = ApiKey.objects.select_related("tenant").filter(hashed_key=digest(raw)).first()
-    if key is None:
+    row = fetch_one(_KEY_WITH_TENANT, [digest(raw)])
+    if row is None:
         return None
+    key = _KEY_COLUMNS.load(row[:len(_KEY_COLUMNS)])
+    key.tenant = _TENANT_COLUMNS.load(row[len(_KEY_COLUMNS):])
     now = timezone.now()
     if key.status_at(now) == KeyStatus.REVOKED:
         return None

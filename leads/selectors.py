@@ -1,22 +1,26 @@
 """Reads of leads: the lists of both surfaces and search.
 
-Every function takes ``leads``, a queryset the caller has already scoped to one tenant and mode
-(the API base view does this), and returns rows as plain dicts of ``presenters.COLUMNS`` and
+The list takes the tenant and mode of the caller (``scope_kwargs()`` of the API base view);
+search takes ``leads``, a queryset the caller has already scoped to one tenant and mode (the
+base view's ``get_queryset()``). Both return rows as plain dicts of ``presenters.COLUMNS`` and
 ``presenters.TIMESTAMPS`` (formatted by the database) so that pages render without model
-instances. Totals of lists come from ``LeadDailyCount``, never from a
-``COUNT`` over the leads (docs/performance.md).
+instances. Totals of lists come from ``LeadDailyCount``, never from a ``COUNT`` over the leads
+(docs/performance.md).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+import orjson
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import Q, QuerySet
 
+from config.api.expressions import iso_timestamp_sql
 from config.api.pagination import Page
 from tenants.models import Tenant
 
@@ -51,49 +55,112 @@ def _day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
-def _filter_leads(leads: QuerySet[Lead], filters: LeadFilters) -> QuerySet[Lead]:
-    if filters.status:
-        leads = leads.filter(v1_status=filters.status)
-    if filters.source:
-        leads = leads.filter(source=filters.source)
-    if filters.created_from:
-        leads = leads.filter(created_at__gte=_day_start(filters.created_from))
-    if filters.created_to:
-        leads = leads.filter(created_at__lt=_day_start(filters.created_to + timedelta(days=1)))
-    return leads
-
+# --- the list, written out -----------------------------------------------------------------
+#
+# The list is the API's busiest read, so its statements are written out here instead of being
+# built and compiled by the ORM on every request: compiling them took longer than PostgreSQL
+# takes to run them (docs/performance.md, "Leads"). Rows come back as the presenters' plain
+# dicts, the JSON columns parsed by orjson.
 
 # The count table behind each sort column (docs/performance.md, "Leads").
 COUNTS: dict[str, type[LeadCount]] = {
     "created_at": LeadDailyCount, "updated_at": LeadUpdatedDayCount, "score": LeadScoreCount,
 }
+_DB_COLUMNS = {f.attname: f.column for f in Lead._meta.concrete_fields}
+_JSON_COLUMNS = ("tags", "custom_fields")
+_UUID_COLUMNS = ("id", "assigned_to_id")  # SQLite gives them as 32 hex digits
 
 
-def _filter_counts(*, tenant: Tenant, livemode: bool, filters: LeadFilters,
-                   model: type[LeadCount] = LeadDailyCount) -> QuerySet[LeadCount]:
-    """The rows of ``model`` that count the leads matching ``filters``. Only the daily counts
-    know the creation day: the caller asks the others only without a creation-date filter."""
-    counts = model.objects.filter(tenant=tenant, livemode=livemode)
+def _q(name: str) -> str:
+    return f'"{name}"'  # PostgreSQL and SQLite quote names alike
+
+
+def _select_list() -> str:
+    columns = [f"{_q(_DB_COLUMNS[name])} AS {_q(name)}" for name in COLUMNS]
+    columns += [f"{iso_timestamp_sql(connection.vendor, _q(column))} AS {_q(key)}"
+                for key, column in TIMESTAMPS.items()]
+    return ", ".join(columns)
+
+
+def _scope(tenant: Tenant, livemode: bool) -> tuple[list[str], list[Any]]:
+    tenant_id = Tenant._meta.pk.get_db_prep_value(tenant.pk, connection)
+    return ['"tenant_id" = %s', '"livemode" = %s'], [tenant_id, livemode]
+
+
+def _lead_where(tenant: Tenant, livemode: bool, filters: LeadFilters) -> tuple[list[str], list]:
+    where, params = _scope(tenant, livemode)
+    adapt = connection.ops.adapt_datetimefield_value
     if filters.status:
-        counts = counts.filter(status__in=stored_for_v1_filter(filters.status))
+        where.append('"v1_status" = %s')
+        params.append(filters.status)
     if filters.source:
-        counts = counts.filter(source=filters.source)
+        where.append('"source" = %s')
+        params.append(filters.source)
     if filters.created_from:
-        counts = counts.filter(day__gte=filters.created_from)
+        where.append('"created_at" >= %s')
+        params.append(adapt(_day_start(filters.created_from)))
     if filters.created_to:
-        counts = counts.filter(day__lte=filters.created_to)
-    return counts
+        where.append('"created_at" < %s')
+        params.append(adapt(_day_start(filters.created_to + timedelta(days=1))))
+    return where, params
+
+
+def _count_where(tenant: Tenant, livemode: bool, filters: LeadFilters) -> tuple[list[str], list]:
+    """The rows of a count table that count the leads matching ``filters``. Only the daily
+    counts know the creation day: the others are read only without a creation-date filter."""
+    where, params = _scope(tenant, livemode)
+    if filters.status:
+        statuses = stored_for_v1_filter(filters.status)
+        where.append(f'"status" IN ({", ".join(["%s"] * len(statuses))})')
+        params += statuses
+    if filters.source:
+        where.append('"source" = %s')
+        params.append(filters.source)
+    adapt = connection.ops.adapt_datefield_value
+    if filters.created_from:
+        where.append('"day" >= %s')
+        params.append(adapt(filters.created_from))
+    if filters.created_to:
+        where.append('"day" <= %s')
+        params.append(adapt(filters.created_to))
+    return where, params
+
+
+def _fetch(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def lead_total(*, tenant: Tenant, livemode: bool, filters: LeadFilters = LeadFilters()) -> int:
     """The exact number of the tenant's leads in this mode that match ``filters``."""
-    found = _filter_counts(tenant=tenant, livemode=livemode, filters=filters)
-    return found.aggregate(n=Sum("count"))["n"] or 0
+    where, params = _count_where(tenant, livemode, filters)
+    sql = (f'SELECT SUM("count") FROM {_q(LeadDailyCount._meta.db_table)} '
+           f'WHERE {" AND ".join(where)}')
+    return int(_fetch(sql, params)[0][0] or 0)
+
+
+def _bucket_counts(column: str, *, tenant: Tenant, livemode: bool, filters: LeadFilters,
+                   descending: bool) -> list[tuple[Any, int]] | None:
+    """(bucket, leads) of the leads matching ``filters`` in the list's order, for the deep
+    pages of ``column``; None where the counts cannot tell (the update-day and score counts
+    know no creation day)."""
+    model = COUNTS[column]
+    if model is not LeadDailyCount and (filters.created_from or filters.created_to):
+        return None
+    where, params = _count_where(tenant, livemode, filters)
+    bucket = _q(model.bucket)
+    sql = (f'SELECT {bucket}, SUM("count") FROM {_q(model._meta.db_table)} '
+           f'WHERE {" AND ".join(where)} GROUP BY {bucket} '
+           f'ORDER BY {bucket} {"DESC" if descending else "ASC"}')
+    found = _fetch(sql, params)
+    if model.bucket == "day" and found and isinstance(found[0][0], str):  # SQLite
+        return [(date.fromisoformat(day), int(n)) for day, n in found]
+    return [(value, int(n)) for value, n in found]
 
 
 def lead_list(
     *,
-    leads: QuerySet[Lead],
     tenant: Tenant,
     livemode: bool,
     filters: LeadFilters = LeadFilters(),
@@ -102,61 +169,71 @@ def lead_list(
     page: int = 1,
     limit: int = 25,
 ) -> Page:
-    """One page of leads in a stable order (the sort column, then the id), with the total.
+    """One page of the tenant's leads in this mode, in a stable order (the sort column, then
+    the id), with the total.
 
     Two queries: the total (or, for deep pages, the counts per creation day, update day or
     score) and the page. The page query picks the ids with an index-only scan and then reads
     those rows only.
     """
     column = SORT_COLUMNS[sort_by]
-    order = ([F(column).desc(), F("id").desc()] if descending
-             else [F(column).asc(), F("id").asc()])
     offset = (page - 1) * limit
-    matching = _filter_leads(leads, filters)
-    counts = _filter_counts(tenant=tenant, livemode=livemode, filters=filters)
-    buckets = _bucket_counts(column, tenant=tenant, livemode=livemode, filters=filters)
-
-    if buckets is not None and offset >= DEEP_OFFSET:
-        bucket_column = COUNTS[column].bucket
-        per_bucket = list(buckets.order_by(f"-{bucket_column}" if descending else bucket_column))
-        total = sum(n for _, n in per_bucket)
-        found = _bucket_of_offset(per_bucket, offset)
+    where, params = _lead_where(tenant, livemode, filters)
+    buckets = (_bucket_counts(column, tenant=tenant, livemode=livemode, filters=filters,
+                              descending=descending)
+               if offset >= DEEP_OFFSET else None)
+    if buckets is not None:
+        total = sum(n for _, n in buckets)
+        found = _bucket_of_offset(buckets, offset)
         if found is None:
             return Page(items=[], page=page, limit=limit, total=total)
         bucket, passed = found
         # The rows of the buckets before ``bucket`` in this order are exactly ``passed``: skip
         # them by the index's key rather than by OFFSET.
-        matching = matching.filter(_from_bucket(column, bucket, descending))
+        condition, value = _from_bucket(column, bucket, descending)
+        where.append(condition)
+        params.append(value)
         offset -= passed
     else:
-        total = counts.aggregate(n=Sum("count"))["n"] or 0
+        total = lead_total(tenant=tenant, livemode=livemode, filters=filters)
         if offset >= total:
             return Page(items=[], page=page, limit=limit, total=total)
 
-    ids = matching.order_by(*order).values("pk")[offset : offset + limit]
-    rows = list(leads.filter(pk__in=ids).order_by(*order)
-                .values(*COLUMNS, **timestamp_expressions()))
-    return Page(items=rows, page=page, limit=limit, total=total)
+    direction = "DESC" if descending else "ASC"
+    order = f"{_q(column)} {direction}, \"id\" {direction}"
+    table = _q(Lead._meta.db_table)
+    sql = (f"SELECT {_select_list()} FROM {table} WHERE \"id\" IN ("
+           f"SELECT \"id\" FROM {table} WHERE {' AND '.join(where)} "
+           f"ORDER BY {order} LIMIT %s OFFSET %s) ORDER BY {order}")
+    return Page(items=_lead_rows(sql, [*params, limit, offset]), page=page, limit=limit,
+                total=total)
 
 
-def _bucket_counts(column: str, *, tenant: Tenant, livemode: bool,
-                   filters: LeadFilters) -> QuerySet | None:
-    """(bucket, rows) of the leads matching ``filters``, for the deep pages of ``column``; None
-    where the counts cannot tell (the update-day and score counts know no creation date)."""
-    model = COUNTS[column]
-    if model is not LeadDailyCount and (filters.created_from or filters.created_to):
-        return None
-    counts = _filter_counts(tenant=tenant, livemode=livemode, filters=filters, model=model)
-    return counts.values(model.bucket).annotate(n=Sum("count")).values_list(model.bucket, "n")
+def _lead_rows(sql: str, params: list) -> list[dict[str, Any]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        found = cursor.fetchall()
+    rows = [dict(zip(names, values, strict=True)) for values in found]
+    as_uuid = connection.vendor != "postgresql"
+    for row in rows:
+        for name in _JSON_COLUMNS:
+            row[name] = orjson.loads(row[name])
+        if as_uuid:
+            for name in _UUID_COLUMNS:
+                if row[name] is not None:
+                    row[name] = uuid.UUID(hex=row[name])
+    return rows
 
 
-def _from_bucket(column: str, bucket: Any, descending: bool) -> Q:
-    """The leads at ``bucket`` and after it in the list's order."""
+def _from_bucket(column: str, bucket: Any, descending: bool) -> tuple[str, Any]:
+    """The condition for the leads at ``bucket`` and after it in the list's order."""
     if column == "score":
-        return Q(score__lte=bucket) if descending else Q(score__gte=bucket)
+        return ('"score" <= %s' if descending else '"score" >= %s'), bucket
+    adapt = connection.ops.adapt_datetimefield_value
     if descending:
-        return Q(**{f"{column}__lt": _day_start(bucket + timedelta(days=1))})
-    return Q(**{f"{column}__gte": _day_start(bucket)})
+        return f"{_q(column)} < %s", adapt(_day_start(bucket + timedelta(days=1)))
+    return f"{_q(column)} >= %s", adapt(_day_start(bucket))
 
 
 def _bucket_of_offset(buckets: list[tuple[Any, int]], offset: int) -> tuple[Any, int] | None:

@@ -11,6 +11,20 @@ from django.db import NotSupportedError
 from django.db.models import CharField, Func
 
 
+def iso_timestamp_sql(vendor: str, sql: str) -> str:
+    """SQL that formats the timestamp expression ``sql`` (free of parameters) as the API writes
+    it: for statements written out by hand (``leads.selectors``) and for ``IsoTimestamp``."""
+    if vendor == "postgresql":
+        # to_char's MS truncates, as Python's isoformat(timespec="milliseconds") does.
+        return f"to_char(({sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    if vendor == "sqlite":
+        # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC; strftime's %f would round.
+        text = f"({sql})"
+        return (f"(substr({text}, 1, 10) || 'T' || substr({text}, 12, 8) || '.' || "
+                f"substr({text} || '.000000', 21, 3) || 'Z')")
+    raise NotSupportedError(f"IsoTimestamp is not implemented for {vendor}")
+
+
 class IsoTimestamp(Func):
     """``2026-11-21T09:30:00.000Z`` from a timestamp column (PostgreSQL, SQLite)."""
 
@@ -18,17 +32,7 @@ class IsoTimestamp(Func):
     arity = 1
 
     def as_sql(self, compiler, connection, **extra_context):
-        raise NotSupportedError(f"IsoTimestamp is not implemented for {connection.vendor}")
-
-    def as_postgresql(self, compiler, connection, **extra_context):
         sql, params = compiler.compile(self.source_expressions[0])
-        # to_char's MS truncates, as Python's isoformat(timespec="milliseconds") does.
-        return (f"to_char(({sql}) AT TIME ZONE 'UTC', "
-                f"'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"), params
-
-    def as_sqlite(self, compiler, connection, **extra_context):
-        sql, params = compiler.compile(self.source_expressions[0])
-        # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC; strftime's %f would round.
-        text = f"({sql})"
-        return (f"(substr({text}, 1, 10) || 'T' || substr({text}, 12, 8) || '.' || "
-                f"substr({text} || '.000000', 21, 3) || 'Z')"), params * 3
+        # The SQLite form names its argument three times.
+        return (iso_timestamp_sql(connection.vendor, sql),
+                params * 3 if connection.vendor == "sqlite" else params)

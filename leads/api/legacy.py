@@ -108,8 +108,8 @@ class LegacyLeadViewSet(LegacyViewSet):
                 page=query["page"], limit=query["limit"],
             )
         else:
-            page = selectors.lead_list(leads=self.get_queryset(), **self.scope_kwargs(),
-                                       page=query["page"], limit=query["limit"])
+            page = selectors.lead_list(**self.scope_kwargs(), page=query["page"],
+                                       limit=query["limit"])
         return Response({"leads": [presenters.legacy_lead(row) for row in page.items],
                          "pagination": page.meta})
 

@@ -164,7 +164,7 @@ class LeadViewSet(V1ViewSet):
             created_from=query.get("createdAfter"), created_to=query.get("createdBefore"),
         )
         page = selectors.lead_list(
-            leads=self.get_queryset(), **self.scope_kwargs(), filters=filters,
+            **self.scope_kwargs(), filters=filters,
             sort_by=query["sortBy"], descending=query["sortOrder"] == "desc",
             page=query["page"], limit=query["limit"],
         )

@@ -65,7 +65,7 @@ def lead_index(request: HttpRequest) -> HttpResponse:
                            limit=PAGE_SIZE, order_by=("-created_at", "-id"))
         rows = [r for r in page.items if not data.get("source") or r["source"] == data["source"]]
     else:
-        page = lead_list(leads=leads, tenant=actor.tenant, livemode=actor.livemode,
+        page = lead_list(tenant=actor.tenant, livemode=actor.livemode,
                          filters=LeadFilters(status=data.get("status") or None,
                                              source=data.get("source") or None),
                          page=number, limit=PAGE_SIZE)

@@ -1,0 +1,65 @@
+"""Statements written out by hand for the few hottest reads, and rows read back into models.
+
+The ORM compiles a statement on every call, and on this service's busiest paths that took
+longer than the database takes to run it (docs/performance.md, "The serving path"). Those few
+statements are written here once; ``ModelColumns`` reads their rows into model instances with
+the converters the ORM itself would apply, so the instances are the ORM's in every respect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import Model
+
+
+def quote(name: str) -> str:
+    return f'"{name}"'  # PostgreSQL and SQLite quote names alike
+
+
+class ModelColumns:
+    """Every concrete column of ``model`` under ``alias``: the select list, and the reading of
+    the matching slice of a row into an instance."""
+
+    def __init__(self, model: type[Model], alias: str):
+        self.model = model
+        self.alias = alias
+        self.fields = model._meta.concrete_fields
+        self.attnames = [f.attname for f in self.fields]
+        self.sql = ", ".join(f"{quote(alias)}.{quote(f.column)}" for f in self.fields)
+        # Which converters apply to which column depends only on the database's kind, not on
+        # the connection (each thread has its own): found once per database alias.
+        self._converters: dict[str, list[tuple[int, Any, list]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def _converters_for(self) -> list[tuple[int, Any, list]]:
+        found = self._converters.get(connection.alias)
+        if found is None:
+            found = []
+            for index, field in enumerate(self.fields):
+                column = field.get_col(self.alias)
+                converters = (connection.ops.get_db_converters(column)
+                              + field.get_db_converters(connection))
+                if converters:
+                    found.append((index, column, converters))
+            self._converters[connection.alias] = found
+        return found
+
+    def load(self, values: tuple | list) -> Model:
+        """The instance for ``values``, the row's slice that ``sql`` selected."""
+        loaded = list(values)
+        for index, column, converters in self._converters_for():
+            value = loaded[index]
+            for convert in converters:
+                value = convert(value, column, connection)
+            loaded[index] = value
+        return self.model.from_db(connection.alias, self.attnames, loaded)
+
+
+def fetch_one(sql: str, params: list[Any]) -> tuple | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
