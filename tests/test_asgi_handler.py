@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 from django.core.signals import request_started
 
+from config.handlers import get_asgi_application
 from tests.conftest import ApiClient
 from tests.factories import make_tenant
 from tests.loop_client import LoopClient
@@ -53,3 +56,41 @@ def test_inside_async_to_sync_sync_code_stays_on_the_calling_thread(db, request_
     # The suite's in-process client: the test's transaction lives on this thread.
     ApiClient().get("/api/health")
     assert request_threads == [threading.current_thread()]
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """A request thread that counts the calls the event loop hands it."""
+
+    def __init__(self):
+        super().__init__(max_workers=1, thread_name_prefix="request")
+        self.calls = 0
+
+    def submit(self, *args, **kwargs):
+        self.calls += 1
+        return super().submit(*args, **kwargs)
+
+
+@pytest.mark.parametrize("path, status", [
+    ("/api/v1/leads", 200),           # a DRF view
+    ("/api/v1/no-such-thing", 404),   # no view: the 404 comes from the synchronous chain too
+    ("/dashboard/login/", 200),       # a page: sessions and CSRF run as well
+])
+def test_a_sync_view_is_one_call_on_its_request_thread(transactional_db, path, status):
+    """``request_started``, then middleware, view and rendering together, then
+    ``response.close()``: three calls where Django's async path makes four or more."""
+    kit = make_tenant("Pool Inc")
+    handler = get_asgi_application()
+    executor = CountingExecutor()
+    handler._idle.append(executor)
+
+    async def get():
+        transport = httpx.ASGITransport(app=handler)
+        async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as client:
+            return await client.get(path, headers=kit.auth("read"))
+
+    with LoopClient() as loop:  # closes each request's connection at its end, as daphne does
+        response = loop.run(get())
+    executor.shutdown()
+    assert response.status_code == status, response.text
+    assert executor.calls == 3
+    assert handler._idle == [executor]  # lent again to the next request

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import psycopg
+import psycopg.sql
 import pytest
 from django.conf import settings
 from django.core.management import call_command
@@ -120,6 +121,16 @@ def django_db_setup():
     if not name.endswith("_bench"):
         pytest.skip(f"Refusing to seed {name!r}: the benchmark database's name must end in "
                     "_bench.")
+    _create_database(name)
+
+
+def _create_database(name: str) -> None:
+    """Creates the benchmark database on first use, through the server's maintenance
+    database."""
+    maintenance = urlsplit(settings.DATABASE_URL)._replace(path="/postgres").geturl()
+    with psycopg.connect(maintenance, autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            admin.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
 
 
 def _seed(tenant: Tenant) -> float:
@@ -184,9 +195,13 @@ class Bench:
     def get(self, path: str) -> dict:
         """Through the ASGI application, every middleware included, as daphne runs it: one
         long-lived event loop, the sync view on a thread of its own per request."""
-        response = self.api.get(path, headers=self.headers)
+        return self.timed_get(path)[0]
+
+    def timed_get(self, path: str) -> tuple[dict, float]:
+        """``get`` and its duration, measured on the event loop (``LoopClient.timed``)."""
+        response, seconds = self.api.timed("GET", path, headers=self.headers)
         assert response.status_code == 200, response.text
-        return response.json()
+        return response.json(), seconds
 
     def call_view(self, path: str) -> bytes:
         """The resolved DRF view called directly: authentication, scoping, selectors,
@@ -226,11 +241,21 @@ class Bench:
         return run
 
 
-def _timings(*functions: Callable[[], object]) -> tuple[list[list[float]], list[list[float]]]:
+def _timed(function: Callable[[], object]) -> Callable[[], float]:
+    def run() -> float:
+        started = time.perf_counter()
+        function()
+        return time.perf_counter() - started
+
+    return run
+
+
+def _timings(*functions: Callable[[], float]) -> tuple[list[list[float]], list[list[float]]]:
     """Wall-clock and CPU samples (ms) of each function, taken in turns so that all see the
-    same machine load. CPU time is this process's (every thread: the ASGI app runs here); it
-    leaves out the database server and any wait for a CPU, so it shows the application's own
-    cost even on a busy machine."""
+    same machine load. Each function returns its own duration in seconds (the ASGI requests
+    are timed on the event loop). CPU time is this process's (every thread: the ASGI app runs
+    here); it leaves out the database server and any wait for a CPU, so it shows the
+    application's own cost even on a busy machine."""
     started = time.perf_counter()
     for function in functions:
         function()
@@ -243,9 +268,8 @@ def _timings(*functions: Callable[[], object]) -> tuple[list[list[float]], list[
     cpu: list[list[float]] = [[] for _ in functions]
     for _ in range(runs):
         for index, function in enumerate(functions):
-            started, started_cpu = time.perf_counter(), time.process_time()
-            function()
-            wall[index].append((time.perf_counter() - started) * 1000)
+            started_cpu = time.process_time()
+            wall[index].append(function() * 1000)
             cpu[index].append((time.process_time() - started_cpu) * 1000)
     return wall, cpu
 
@@ -262,7 +286,8 @@ def _case(bench: Bench, label: str, path: str) -> dict:
     statements = bench.statements(path)
     assert len(small) == len(statements), (label, small, statements)
     (asgi, view, bare), (asgi_cpu, _, bare_cpu) = _timings(
-        lambda: bench.get(path), lambda: bench.call_view(path), bench.bare(statements))
+        lambda: bench.timed_get(path)[1], _timed(lambda: bench.call_view(path)),
+        _timed(bench.bare(statements)))
     bare_median = statistics.median(bare)
     result = {
         "case": label, "path": path, "queries": len(statements),
