@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from config.api.expressions import IsoTimestamp
 from config.api.fields import format_timestamp
 
 from .models import Lead
@@ -27,11 +26,6 @@ TIMESTAMPS = {
 }
 
 Row = Mapping[str, Any]
-
-
-def timestamp_expressions() -> dict[str, IsoTimestamp]:
-    """For ``.values(*COLUMNS, **timestamp_expressions())``: the database formats them."""
-    return {key: IsoTimestamp(column) for key, column in TIMESTAMPS.items()}
 
 
 def lead_row(lead: Lead) -> dict[str, Any]:

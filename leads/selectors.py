@@ -25,7 +25,7 @@ from config.api.pagination import Page
 from tenants.models import Tenant
 
 from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
-from .presenters import COLUMNS, TIMESTAMPS, timestamp_expressions
+from .presenters import COLUMNS, TIMESTAMPS
 from .text import custom_fields_text
 from .vocabulary import stored_for_v1_filter
 
@@ -75,11 +75,12 @@ def _q(name: str) -> str:
     return f'"{name}"'  # PostgreSQL and SQLite quote names alike
 
 
-def _select_list() -> str:
-    columns = [f"{_q(_DB_COLUMNS[name])} AS {_q(name)}" for name in COLUMNS]
-    columns += [f"{iso_timestamp_sql(connection.vendor, _q(column))} AS {_q(key)}"
-                for key, column in TIMESTAMPS.items()]
-    return ", ".join(columns)
+def _select_list(columns: tuple[str, ...] = COLUMNS) -> str:
+    """``columns`` of the lead table and the formatted ``TIMESTAMPS``, under their row names."""
+    selected = [f"{_q(_DB_COLUMNS[name])} AS {_q(name)}" for name in columns]
+    selected += [f"{iso_timestamp_sql(connection.vendor, _q(column))} AS {_q(key)}"
+                 for key, column in TIMESTAMPS.items()]
+    return ", ".join(selected)
 
 
 def _scope(tenant: Tenant, livemode: bool) -> tuple[list[str], list[Any]]:
@@ -215,14 +216,15 @@ def _lead_rows(sql: str, params: list) -> list[dict[str, Any]]:
         names = [column[0] for column in cursor.description]
         found = cursor.fetchall()
     rows = [dict(zip(names, values, strict=True)) for values in found]
-    as_uuid = connection.vendor != "postgresql"
+    json_columns = [name for name in _JSON_COLUMNS if name in names]
+    uuid_columns = ([name for name in _UUID_COLUMNS if name in names]
+                    if connection.vendor != "postgresql" else [])
     for row in rows:
-        for name in _JSON_COLUMNS:
+        for name in json_columns:
             row[name] = orjson.loads(row[name])
-        if as_uuid:
-            for name in _UUID_COLUMNS:
-                if row[name] is not None:
-                    row[name] = uuid.UUID(hex=row[name])
+        for name in uuid_columns:
+            if row[name] is not None:
+                row[name] = uuid.UUID(hex=row[name])
     return rows
 
 
@@ -260,10 +262,11 @@ def lead_search(
     """Leads with ``q`` in any of ``fields`` (case-insensitive substring), one page.
 
     One statement: a materialized CTE collects the matches once (on PostgreSQL through the
-    trigram indexes of migration 0002), and the page and the total are both read from it.
-    Without that fence PostgreSQL may rather walk the last-activity index across every lead of
-    the tenant to spare itself a sort of the matches. A page past the end costs a second query
-    for the total. Rows carry ``match_field`` (see ``match_field``).
+    trigram indexes of migration 0002), holding only their ids and sort keys; the total is
+    counted from it, and only the page's rows are read whole and formatted. Without that fence
+    PostgreSQL may rather walk the last-activity index across every lead of the tenant to spare
+    itself a sort of the matches. A page past the end costs a second query for the total. Rows
+    carry ``match_field`` (see ``match_field``).
     """
     condition = Q()
     for field in fields:
@@ -273,39 +276,33 @@ def lead_search(
         matching = matching.filter(v1_status=status)
     offset = (page - 1) * limit
 
-    sort_columns = [key.lstrip("-") for key in order_by if key.lstrip("-") not in columns]
-    inner = matching.order_by().values(*columns, *sort_columns, **timestamp_expressions())
-    inner_sql, params = inner.query.sql_with_params()
-    quote = connection.ops.quote_name
-    order_sql = ", ".join(
-        f"{quote(key.lstrip('-'))} {'DESC' if key.startswith('-') else 'ASC'}" for key in order_by
-    )
+    keys = [key.lstrip("-") for key in order_by]
+    inner_sql, params = matching.order_by().values(*dict.fromkeys(["id", *keys])).query.sql_with_params()
+    order = ", ".join(f"{_q(_DB_COLUMNS[key])} {'DESC' if sort.startswith('-') else 'ASC'}"
+                      for key, sort in zip(keys, order_by, strict=True))
     fence = "MATERIALIZED " if connection.vendor == "postgresql" else ""
+    table = _q(Lead._meta.db_table)
     sql = (
         f"WITH matches AS {fence}({inner_sql}) "
-        f"SELECT matches.*, (SELECT COUNT(*) FROM matches) AS search_total FROM matches "
-        f"ORDER BY {order_sql} LIMIT %s OFFSET %s"
+        f"SELECT {_select_list(columns)}, (SELECT COUNT(*) FROM matches) AS search_total "
+        f"FROM {table} WHERE \"id\" IN ("
+        f"SELECT \"id\" FROM matches ORDER BY {order} LIMIT %s OFFSET %s) ORDER BY {order}"
     )
-    matches = Lead.objects.raw(sql, (*params, limit, offset))
+    params = [*params, limit, offset]
     if connection.vendor == "postgresql" and not _TRIGRAM.search(q):
         # Without three letters or digits in a row pg_trgm has no trigram to look up: each
         # "index scan" would return every row, then recheck them all. Reading the tenant's
         # rows once is three times faster, so the planner is told not to use the indexes.
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL enable_bitmapscan = off")
-            found = list(matches)
+            rows = _lead_rows(sql, params)
     else:
-        found = list(matches)
-    rows = []
-    for lead in found:
-        row = {column: getattr(lead, column) for column in (*columns, *TIMESTAMPS)}
+        rows = _lead_rows(sql, params)
+    total = rows[0]["search_total"] if rows else 0
+    for row in rows:
+        del row["search_total"]
         row["match_field"] = match_field(row, q, fields)
-        rows.append(row)
-    if found:
-        total = found[0].search_total
-    elif offset == 0:
-        total = 0
-    else:
+    if not rows and offset:
         total = matching.count()
     return Page(items=rows, page=page, limit=limit, total=total)
 

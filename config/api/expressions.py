@@ -1,4 +1,4 @@
-"""Database expressions that produce API values directly, for list endpoints.
+"""SQL that produces API values directly, for list endpoints.
 
 A page of 100 leads carries 400 timestamps; turning each into a ``datetime`` and back into text
 in Python costs about a third of the request's CPU. The database formats them instead, exactly
@@ -8,12 +8,11 @@ as ``config.api.fields.format_timestamp`` does (UTC, milliseconds truncated, ``Z
 from __future__ import annotations
 
 from django.db import NotSupportedError
-from django.db.models import CharField, Func
 
 
 def iso_timestamp_sql(vendor: str, sql: str) -> str:
-    """SQL that formats the timestamp expression ``sql`` (free of parameters) as the API writes
-    it: for statements written out by hand (``leads.selectors``) and for ``IsoTimestamp``."""
+    """SQL that formats the timestamp expression ``sql`` (free of parameters) as the API
+    writes it, for statements written out by hand (``leads.selectors``)."""
     if vendor == "postgresql":
         # to_char's MS truncates, as Python's isoformat(timespec="milliseconds") does.
         return f"to_char(({sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
@@ -22,17 +21,4 @@ def iso_timestamp_sql(vendor: str, sql: str) -> str:
         text = f"({sql})"
         return (f"(substr({text}, 1, 10) || 'T' || substr({text}, 12, 8) || '.' || "
                 f"substr({text} || '.000000', 21, 3) || 'Z')")
-    raise NotSupportedError(f"IsoTimestamp is not implemented for {vendor}")
-
-
-class IsoTimestamp(Func):
-    """``2026-11-21T09:30:00.000Z`` from a timestamp column (PostgreSQL, SQLite)."""
-
-    output_field = CharField()
-    arity = 1
-
-    def as_sql(self, compiler, connection, **extra_context):
-        sql, params = compiler.compile(self.source_expressions[0])
-        # The SQLite form names its argument three times.
-        return (iso_timestamp_sql(connection.vendor, sql),
-                params * 3 if connection.vendor == "sqlite" else params)
+    raise NotSupportedError(f"iso_timestamp_sql is not implemented for {vendor}")
