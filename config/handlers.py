@@ -13,12 +13,13 @@ Inside ``async_to_sync`` (the test suite's in-process client) Django's own behav
 sync code then runs on the calling thread, whose database transaction the test owns.
 
 Every request to a synchronous view (every DRF view, most pages) is answered in one call on
-its request thread, as under WSGI: the middleware (loaded a second time, for synchronous calls; all of
-them are sync-capable), the view and the rendering together. Django's async path would make
-that three calls or more (the view, its rendering, any middleware hook that must not run on the
-event loop), each a round trip between the loop and the thread of about 0.12 ms. Async views
-(the streams) keep Django's path. Either way the response is sent, a disconnect watched for
-and ``response.close()`` called by Django's handler as before.
+its request thread, as under WSGI: the middleware (loaded a second time, for synchronous
+calls; all of them are sync-capable), the view and the rendering together. Django's async
+path would make that three calls or more (the view, its rendering, any middleware hook that
+must not run on the event loop), each a round trip between the loop and the thread of about
+0.12 ms. Async views and requests for a stream (``Accept: text/event-stream``) keep Django's
+path. Either way the response is sent, a disconnect watched for and ``response.close()``
+called by Django's handler as before.
 """
 
 from __future__ import annotations
@@ -73,8 +74,12 @@ class PooledASGIHandler(ASGIHandler):
 
 
 def _async_view(request) -> bool:
-    """Whether the request goes to an async view. Unknown paths are answered by the
-    middleware (the trailing-slash redirect) or as 404 on the synchronous path."""
+    """Whether the request goes to an async view, or asks for a stream (Server-Sent Events):
+    a stream's middleware run on the event loop, as Django runs them, so that nothing
+    synchronous stands between the async generator and the client. Unknown paths are answered
+    by the middleware (the trailing-slash redirect) or as 404 on the synchronous path."""
+    if "text/event-stream" in request.headers.get("Accept", ""):
+        return True
     try:
         match = get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
     except Resolver404:

@@ -10,6 +10,7 @@ import pytest
 from django.core.signals import request_started
 
 from config.handlers import get_asgi_application
+from config.middleware import RequestIdMiddleware
 from tests.conftest import ApiClient
 from tests.factories import make_tenant
 from tests.loop_client import LoopClient
@@ -94,3 +95,32 @@ def test_a_sync_view_is_one_call_on_its_request_thread(transactional_db, path, s
     assert response.status_code == status, response.text
     assert executor.calls == 3
     assert handler._idle == [executor]  # lent again to the next request
+
+
+@pytest.fixture
+def middleware_threads(monkeypatch):
+    """The thread ``RequestIdMiddleware`` starts each request on."""
+    threads: list[threading.Thread] = []
+    start = RequestIdMiddleware._start
+
+    def record(self, request):
+        threads.append(threading.current_thread())
+        return start(self, request)
+
+    monkeypatch.setattr(RequestIdMiddleware, "_start", record)
+    return threads
+
+
+def test_a_stream_keeps_its_middleware_on_the_event_loop(transactional_db, middleware_threads):
+    kit = make_tenant("Pool Inc")
+    with LoopClient() as client:
+        plain = client.post("/api/v1/chat", json={"message": "Hi", "visitorId": "v1"},
+                            headers=kit.auth("write"))
+        stream = client.post("/api/v1/chat", json={"message": "Hi", "visitorId": "v2",
+                                                   "stream": True},
+                             headers={**kit.auth("write"), "Accept": "text/event-stream"})
+    assert plain.status_code == 200 and stream.status_code == 200
+    assert b"event: message_end" in stream.content
+    plain_thread, stream_thread = middleware_threads
+    assert plain_thread.name.startswith("request")  # the one-call path
+    assert stream_thread.name == "asgi-loop"  # Django's async path, on the loop
