@@ -9,8 +9,9 @@ the converters the ORM itself would apply, so the instances are the ORM's in eve
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 
@@ -28,35 +29,36 @@ class ModelColumns:
         self.fields = model._meta.concrete_fields
         self.attnames = [f.attname for f in self.fields]
         self.sql = ", ".join(f"{quote(alias)}.{quote(f.column)}" for f in self.fields)
-        # Which converters apply to which column depends only on the database's kind, not on
-        # the connection (each thread has its own): found once per database alias.
-        self._converters: dict[str, list[tuple[int, Any, list]]] = {}
+        # The converters of each column, found once per connection (each thread has its own).
+        self._converters: WeakKeyDictionary[Any, list[tuple[int, Any, list]]] = (
+            WeakKeyDictionary())
 
     def __len__(self) -> int:
         return len(self.fields)
 
-    def _converters_for(self) -> list[tuple[int, Any, list]]:
-        found = self._converters.get(connection.alias)
+    def _converters_for(self, wrapper) -> list[tuple[int, Any, list]]:
+        found = self._converters.get(wrapper)
         if found is None:
             found = []
             for index, field in enumerate(self.fields):
                 column = field.get_col(self.alias)
-                converters = (connection.ops.get_db_converters(column)
-                              + field.get_db_converters(connection))
+                converters = (wrapper.ops.get_db_converters(column)
+                              + field.get_db_converters(wrapper))
                 if converters:
                     found.append((index, column, converters))
-            self._converters[connection.alias] = found
+            self._converters[wrapper] = found
         return found
 
     def load(self, values: tuple | list) -> Model:
         """The instance for ``values``, the row's slice that ``sql`` selected."""
+        wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's connection
         loaded = list(values)
-        for index, column, converters in self._converters_for():
+        for index, column, converters in self._converters_for(wrapper):
             value = loaded[index]
             for convert in converters:
-                value = convert(value, column, connection)
+                value = convert(value, column, wrapper)
             loaded[index] = value
-        return self.model.from_db(connection.alias, self.attnames, loaded)
+        return self.model.from_db(wrapper.alias, self.attnames, loaded)
 
 
 def fetch_one(sql: str, params: list[Any]) -> tuple | None:
