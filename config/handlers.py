@@ -62,7 +62,6 @@ class PooledASGIHandler(ASGIHandler):
                 # request's sync code, so it is not lent again.
                 executor.shutdown(wait=False)
 
-
     async def run_get_response(self, request):
         if _async_view(request):
             return await super().run_get_response(request)

@@ -22,6 +22,7 @@ from django.db.models import Q, QuerySet
 
 from config.api.expressions import iso_timestamp_sql
 from config.api.pagination import Page
+from config.sql import quote as _q
 from tenants.models import Tenant
 
 from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
@@ -69,10 +70,6 @@ COUNTS: dict[str, type[LeadCount]] = {
 _DB_COLUMNS = {f.attname: f.column for f in Lead._meta.concrete_fields}
 _JSON_COLUMNS = ("tags", "custom_fields")
 _UUID_COLUMNS = ("id", "assigned_to_id")  # SQLite gives them as 32 hex digits
-
-
-def _q(name: str) -> str:
-    return f'"{name}"'  # PostgreSQL and SQLite quote names alike
 
 
 def _select_list(columns: tuple[str, ...] = COLUMNS) -> str:
