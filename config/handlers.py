@@ -12,25 +12,31 @@ at ``request_finished`` (``CONN_MAX_AGE`` is 0), so a reused thread carries noth
 Inside ``async_to_sync`` (the test suite's in-process client) Django's own behaviour is kept:
 sync code then runs on the calling thread, whose database transaction the test owns.
 
-Every request to a synchronous view (every DRF view, most pages) is answered in one call on
-its request thread, as under WSGI: the middleware (loaded a second time, for synchronous
-calls; all of them are sync-capable), the view and the rendering together. Django's async
-path would make that three calls or more (the view, its rendering, any middleware hook that
-must not run on the event loop), each a round trip between the loop and the thread of about
-0.12 ms. Async views and requests for a stream (``Accept: text/event-stream``) keep Django's
-path. Either way the response is sent, a disconnect watched for and ``response.close()``
-called by Django's handler as before.
+Every request to a synchronous view (every DRF view, most pages) is answered as a WSGI server
+would answer it: ``request_started``, the middleware (loaded a second time, for synchronous
+calls; all of them are sync-capable), the view and the rendering in one call on its request
+thread, then, once the response is sent, ``response.close()`` (``request_finished``) in a
+second. Django's async path makes four calls or more (the signal, the view, its rendering, each
+middleware hook that must not run on the event loop, the close), each a round trip between the
+loop and the thread of about 0.12 ms, more on a contended machine. Async views and requests for
+a stream (``Accept: text/event-stream``) keep Django's path. A streamed response from a sync
+view is sent until it ends or the client leaves, as Django does.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import AsyncToSync, ThreadSensitiveContext, iscoroutinefunction, sync_to_async
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.http import FileResponse
-from django.urls import Resolver404, get_resolver
+from django.http.response import HttpResponseBase
+from django.urls import Resolver404, get_resolver, set_script_prefix
 
 # Threads kept for later requests; a burst beyond this many concurrent requests gets threads
 # of its own, shut down when it is over.
@@ -62,25 +68,60 @@ class PooledASGIHandler(ASGIHandler):
                 # request's sync code, so it is not lent again.
                 executor.shutdown(wait=False)
 
-    async def run_get_response(self, request):
-        if _async_view(request):
-            return await super().run_get_response(request)
-        response = await sync_to_async(self._sync.get_response, thread_sensitive=True)(request)
+    async def handle(self, scope, receive, send):
+        if _async_path(scope):
+            return await super().handle(scope, receive, send)
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
+        if response.streaming:
+            await self._send_until_disconnect(response, send, receive)
+        else:
+            with contextlib.suppress(OSError):  # the client left: nobody to tell
+                await self.send_response(response, send)
+        await sync_to_async(response.close)()  # request_finished, on the request's thread
+        body_file.close()
+
+    def _respond(self, scope, body_file) -> HttpResponseBase:
+        """The response to a request for a sync view, in one call on its thread."""
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            return error_response
+        response = self._sync.get_response(request)
         response._handler_class = self.__class__
         if isinstance(response, FileResponse):
             response.block_size = self.chunk_size
         return response
 
+    async def _send_until_disconnect(self, response, send, receive) -> None:
+        """A stream is sent until it ends or the client leaves, as Django's handler does: a
+        departure cancels the sending, which closes the stream's generator."""
+        sending = asyncio.create_task(self.send_response(response, send))
+        listening = asyncio.create_task(self.listen_for_disconnect(receive))
+        await asyncio.wait([sending, listening], return_when=asyncio.FIRST_COMPLETED)
+        for task in (listening, sending):
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RequestAborted):
+                await task
 
-def _async_view(request) -> bool:
+
+def _async_path(scope) -> bool:
     """Whether the request goes to an async view, or asks for a stream (Server-Sent Events):
     a stream's middleware run on the event loop, as Django runs them, so that nothing
     synchronous stands between the async generator and the client. Unknown paths are answered
     by the middleware (the trailing-slash redirect) or as 404 on the synchronous path."""
-    if "text/event-stream" in request.headers.get("Accept", ""):
-        return True
+    for name, value in scope.get("headers", ()):
+        if name == b"accept" and b"text/event-stream" in value:
+            return True
+    prefix = get_script_prefix(scope)
+    path = scope["path"].removeprefix(prefix) if prefix else scope["path"]
     try:
-        match = get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
+        match = get_resolver().resolve(path)
     except Resolver404:
         return False
     return iscoroutinefunction(match.func)

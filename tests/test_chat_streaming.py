@@ -53,10 +53,10 @@ def read_events(response: httpx.Response, started: float):
             yield name, json.loads(line[len("data: "):]), time.monotonic() - started
 
 
-def stream(stack, message, **extra):
+def stream(stack, message, accept: str = "text/event-stream", **extra):
     return httpx.stream(
         "POST", f"{stack['base']}/api/v1/chat", timeout=30,
-        headers={"Authorization": f"Bearer {stack['key']}", "Accept": "text/event-stream"},
+        headers={"Authorization": f"Bearer {stack['key']}", "Accept": accept},
         json={"message": message, "visitorId": "streamer", "stream": True, **extra},
     )
 
@@ -107,11 +107,15 @@ def test_a_failure_midway_is_an_error_event_and_the_partial_reply_is_kept(stack,
     assert stored["role"] == "assistant" and stored["content"] == partial != fake.reply
 
 
-def test_a_client_that_disconnects_stops_generation_and_keeps_what_was_produced(stack, fake):
+# ``stream: true`` alone asks for a stream; the server takes another path for requests that
+# also say ``Accept: text/event-stream`` (config/handlers.py): both must notice a departure.
+@pytest.mark.parametrize("accept", ["text/event-stream", "*/*"])
+def test_a_client_that_disconnects_stops_generation_and_keeps_what_was_produced(stack, fake,
+                                                                                accept):
     fake.reply = "word " * 200
     fake.chunk_size, fake.chunk_delay = 5, 0.05  # ~10 s if read to the end
     started = time.monotonic()
-    with stream(stack, "Write me a long answer") as r:
+    with stream(stack, "Write me a long answer", accept=accept) as r:
         frames = []
         for frame in read_events(r, started):
             frames.append(frame)
