@@ -9,8 +9,8 @@ at a time per thread, the thread kept for the next one. Request-scoped state liv
 contextvars and on the request, and each request's database connection goes back to the pool
 at ``request_finished`` (``CONN_MAX_AGE`` is 0), so a reused thread carries nothing over.
 
-Inside ``async_to_sync`` (the test suite's in-process client) Django's own behaviour is kept:
-sync code then runs on the calling thread, whose database transaction the test owns.
+Inside ``async_to_sync`` (the test suite's in-process client) no thread is lent: sync code
+runs on the calling thread, whose database transaction the test owns, as Django would run it.
 
 Every request to a synchronous view (every DRF view, most pages) is answered as a WSGI server
 would answer it: ``request_started``, the middleware (loaded a second time, for synchronous

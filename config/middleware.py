@@ -1,15 +1,17 @@
 """Project-wide middleware. Every middleware here is async-capable, so that requests under
 daphne pass through without thread hops.
 
-Django's own middleware are ``MiddlewareMixin`` classes: under ASGI each of their hooks runs on a
-worker thread, two thread hops per middleware and request (about half a millisecond each on the
-benchmark machine). Two wrappers remove the hops that do no work (docs/performance.md):
+A request to a sync view runs the whole chain synchronously, in one call on its request thread
+(``config/handlers.py``). The async chain serves async views and streams; there Django's own
+middleware, ``MiddlewareMixin`` classes, would run each hook on a worker thread: two thread
+hops per middleware and request (about half a millisecond each on the first benchmark machine).
+Two wrappers remove the hops that do no work (docs/performance.md):
 
 - ``InlineMiddleware`` runs hooks that only read the request and set headers (security headers,
   the trailing slash, X-Frame-Options) on the event loop itself;
 - ``PagesOnlyMiddleware`` keeps the middleware that serve the browser pages (sessions, CSRF,
-  sign-in, messages) off the REST API: its views authenticate with keys, are exempt from CSRF
-  (DRF's views are ``csrf_exempt``) and never touch a session.
+  sign-in, messages) off the REST API, on both chains: its views authenticate with keys, are
+  exempt from CSRF (DRF's views are ``csrf_exempt``) and never touch a session.
 """
 
 from __future__ import annotations

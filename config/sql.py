@@ -11,12 +11,28 @@ from __future__ import annotations
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connection, connections
 from django.db.models import Model
 
 
 def quote(name: str) -> str:
     return f'"{name}"'  # PostgreSQL and SQLite quote names alike
+
+
+def iso_timestamp_sql(sql: str) -> str:
+    """SQL that formats the timestamp expression ``sql`` (free of parameters) as the API writes
+    it, exactly as ``config.api.fields.format_timestamp`` does (UTC, milliseconds truncated,
+    ``Z``). A page of 100 leads carries 400 timestamps; turning each into a ``datetime`` and
+    back into text in Python cost about a third of the request's CPU."""
+    if connection.vendor == "postgresql":
+        # to_char's MS truncates, as Python's isoformat(timespec="milliseconds") does.
+        return f"to_char(({sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    if connection.vendor == "sqlite":
+        # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC; strftime's %f would round.
+        text = f"({sql})"
+        return (f"(substr({text}, 1, 10) || 'T' || substr({text}, 12, 8) || '.' || "
+                f"substr({text} || '.000000', 21, 3) || 'Z')")
+    raise NotSupportedError(f"iso_timestamp_sql is not implemented for {connection.vendor}")
 
 
 class ModelColumns:
@@ -65,3 +81,9 @@ def fetch_one(sql: str, params: list[Any]) -> tuple | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
+
+
+def fetch_all(sql: str, params: list[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

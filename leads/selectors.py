@@ -20,8 +20,8 @@ import orjson
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
-from config.api.expressions import iso_timestamp_sql
 from config.api.pagination import Page
+from config.sql import fetch_all, fetch_one, iso_timestamp_sql
 from config.sql import quote as _q
 from tenants.models import Tenant
 
@@ -75,7 +75,7 @@ _UUID_COLUMNS = ("id", "assigned_to_id")  # SQLite gives them as 32 hex digits
 def _select_list(columns: tuple[str, ...] = COLUMNS) -> str:
     """``columns`` of the lead table and the formatted ``TIMESTAMPS``, under their row names."""
     selected = [f"{_q(_DB_COLUMNS[name])} AS {_q(name)}" for name in columns]
-    selected += [f"{iso_timestamp_sql(connection.vendor, _q(column))} AS {_q(key)}"
+    selected += [f"{iso_timestamp_sql(_q(column))} AS {_q(key)}"
                  for key, column in TIMESTAMPS.items()]
     return ", ".join(selected)
 
@@ -124,18 +124,12 @@ def _count_where(tenant: Tenant, livemode: bool, filters: LeadFilters) -> tuple[
     return where, params
 
 
-def _fetch(sql: str, params: list) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def lead_total(*, tenant: Tenant, livemode: bool, filters: LeadFilters = LeadFilters()) -> int:
     """The exact number of the tenant's leads in this mode that match ``filters``."""
     where, params = _count_where(tenant, livemode, filters)
     sql = (f'SELECT SUM("count") FROM {_q(LeadDailyCount._meta.db_table)} '
            f'WHERE {" AND ".join(where)}')
-    return int(_fetch(sql, params)[0][0] or 0)
+    return int(fetch_one(sql, params)[0] or 0)
 
 
 def _bucket_counts(column: str, *, tenant: Tenant, livemode: bool, filters: LeadFilters,
@@ -151,7 +145,7 @@ def _bucket_counts(column: str, *, tenant: Tenant, livemode: bool, filters: Lead
     sql = (f'SELECT {bucket}, SUM("count") FROM {_q(model._meta.db_table)} '
            f'WHERE {" AND ".join(where)} GROUP BY {bucket} '
            f'ORDER BY {bucket} {"DESC" if descending else "ASC"}')
-    found = _fetch(sql, params)
+    found = fetch_all(sql, params)
     if model.bucket == "day" and found and isinstance(found[0][0], str):  # SQLite
         return [(date.fromisoformat(day), int(n)) for day, n in found]
     return [(value, int(n)) for value, n in found]

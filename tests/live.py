@@ -110,21 +110,35 @@ def celery_worker(env: dict[str, str | None] | None, log_path: Path) -> Iterator
                 proc.wait()
 
 
+def _server_url(database: str) -> str:
+    """``DATABASE_URL`` with another database of the same PostgreSQL server."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path=f"/{database}"))
+
+
+def ensure_database(name: str) -> None:
+    """Creates the PostgreSQL database ``name`` beside the one in ``DATABASE_URL`` unless it
+    exists (the benchmarks' persistent databases)."""
+    import psycopg
+
+    with psycopg.connect(_server_url("postgres"), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
 @contextlib.contextmanager
 def scratch_database(name: str) -> Iterator[str]:
     """A fresh PostgreSQL database beside the one in ``DATABASE_URL``, for server processes that
     must share one (the test run's own database is inside a test transaction); dropped after."""
-    from urllib.parse import urlsplit, urlunsplit
-
     import psycopg
 
-    url = urlsplit(os.environ["DATABASE_URL"])
-    admin = urlunsplit(url._replace(path="/postgres"))
+    admin = _server_url("postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield urlunsplit(url._replace(path=f"/{name}"))
+        yield _server_url(name)
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

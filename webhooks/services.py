@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from analytics.models import Event
 from config.errors import Conflict, FieldError, InvalidRequest, Unprocessable
+from config.sql import fetch_all
 from tenants import crypto
 from tenants.models import Tenant
 
@@ -259,12 +260,9 @@ def _active_receivers(event: Event) -> list[tuple[str, uuid.UUID, list[str]]]:
         params += [tenant, event.livemode, True]
     if not parts:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        found = cursor.fetchall()
-    return [(Surface(surface), uuid.UUID(str(pk)),
-             events if isinstance(events, list) else json.loads(events))
-            for surface, pk, events in found]
+    # Django's connections give JSON columns as text, on SQLite and on PostgreSQL alike.
+    return [(Surface(surface), uuid.UUID(str(pk)), json.loads(events))
+            for surface, pk, events in fetch_all(" UNION ALL ".join(parts), params)]
 
 
 def deliveries_catch_up(*, now: datetime | None = None) -> int:

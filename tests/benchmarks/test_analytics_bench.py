@@ -17,7 +17,6 @@ from __future__ import annotations
 import statistics
 import time
 
-import psycopg
 import pytest
 from django.conf import settings
 from django.core.management import call_command
@@ -32,6 +31,7 @@ from tenants.models import Tenant
 from tenants.services import tenant_create
 from tests.conftest import ApiClient
 from tests.factories import TenantKit
+from tests.live import ensure_database
 
 pytestmark = pytest.mark.bench
 
@@ -51,15 +51,6 @@ def _log(message: str) -> None:
     print(f"[analytics bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def _ensure_database(settings_dict: dict, name: str) -> None:
-    params = {"host": settings_dict.get("HOST") or None, "port": settings_dict.get("PORT") or None,
-              "user": settings_dict.get("USER") or None,
-              "password": settings_dict.get("PASSWORD") or None, "dbname": "postgres"}
-    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_blocker):
     """The persistent benchmark database instead of a throw-away test database."""
@@ -68,7 +59,7 @@ def django_db_setup(django_db_blocker):
     default = connections["default"]
     original = default.settings_dict["NAME"]
     name = original if original.endswith("_bench") else f"{original}_bench"
-    _ensure_database(default.settings_dict, name)
+    ensure_database(name)
     for conn in connections.all():
         conn.close()
     default.close_pool()  # its connections are to the database named before

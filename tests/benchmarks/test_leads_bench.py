@@ -24,7 +24,6 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import psycopg
-import psycopg.sql
 import pytest
 from django.conf import settings
 from django.core.management import call_command
@@ -37,6 +36,7 @@ from apikeys.services import api_key_create
 from leads.models import Lead, LeadDailyCount
 from leads.services import lead_counts_rebuild
 from tenants.models import Plan, Tenant
+from tests.live import ensure_database
 from tests.loop_client import LoopClient
 
 pytestmark = pytest.mark.bench
@@ -121,16 +121,7 @@ def django_db_setup():
     if not name.endswith("_bench"):
         pytest.skip(f"Refusing to seed {name!r}: the benchmark database's name must end in "
                     "_bench.")
-    _create_database(name)
-
-
-def _create_database(name: str) -> None:
-    """Creates the benchmark database on first use, through the server's maintenance
-    database."""
-    maintenance = urlsplit(settings.DATABASE_URL)._replace(path="/postgres").geturl()
-    with psycopg.connect(maintenance, autocommit=True) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            admin.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+    ensure_database(name)  # on first use
 
 
 def _seed(tenant: Tenant) -> float:
