@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from core.models import Event
 from leads.models import LeadDailyCount
 from leads.vocabulary import LEGACY_OF_STORED, LEGACY_STATUSES
 from tenants.models import Tenant
@@ -167,6 +168,23 @@ def analytics_overview(*, tenant: Tenant, livemode: bool, period: Period, granul
 def analytics_funnel(*, tenant: Tenant, livemode: bool, period: Period, channel: str | None = None,
                      source: str | None = None) -> dict[str, Any]:
     """The v1 funnel: how many reached each stage during the period (docs/analytics.md)."""
+    counts = _funnel_counts(tenant=tenant, livemode=livemode, period=period, channel=channel,
+                            source=source)
+    rows = _funnel_stages(counts)
+    rated = [row for row in rows if row["conversionToNext"] is not None]
+    # The stage that loses the largest share of its count before the next; the first on a tie.
+    worst = min(rated, key=lambda row: row["conversionToNext"], default=None)
+    return {
+        "period": period.as_dict(),
+        "stages": rows,
+        "overallConversion": round(counts[-1] / counts[0], 4) if counts[0] else None,
+        "topDropoffStage": worst["name"] if worst else None,
+    }
+
+
+def _funnel_counts(*, tenant: Tenant, livemode: bool, period: Period, channel: str | None,
+                   source: str | None) -> list[int]:
+    """How many reached each of FUNNEL_STAGES, in their order."""
     scope = {"tenant": tenant, "livemode": livemode, "day__gte": period.start,
              "day__lte": period.end}
     chats = ChannelDailyStat.objects.filter(**scope)
@@ -184,22 +202,18 @@ def analytics_funnel(*, tenant: Tenant, livemode: bool, period: Period, channel:
                               conversations=Coalesce(Sum("conversations"), 0))
     stages = leads.aggregate(**{name: Coalesce(Sum(name), 0)
                                 for name in ("created", "qualified", "booked", "converted")})
-    counts = [top["visitors"], top["conversations"], stages["created"], stages["qualified"],
-              stages["booked"], stages["converted"]]
+    return [top["visitors"], top["conversations"], stages["created"], stages["qualified"],
+            stages["booked"], stages["converted"]]
+
+
+def _funnel_stages(counts: list[int]) -> list[dict[str, Any]]:
+    """Each stage with its count and the share of it that reached the next stage."""
     rows = []
     for index, (name, count) in enumerate(zip(FUNNEL_STAGES, counts, strict=True)):
         following = counts[index + 1] if index + 1 < len(counts) else None
         rate = None if following is None or not count else round(following / count, 4)
         rows.append({"name": name, "count": count, "conversionToNext": rate})
-    rated = [row for row in rows if row["conversionToNext"] is not None]
-    # The stage that loses the largest share of its count before the next; the first on a tie.
-    worst = min(rated, key=lambda row: row["conversionToNext"], default=None)
-    return {
-        "period": period.as_dict(),
-        "stages": rows,
-        "overallConversion": round(counts[-1] / counts[0], 4) if counts[0] else None,
-        "topDropoffStage": worst["name"] if worst else None,
-    }
+    return rows
 
 
 def activity_feed(events: QuerySet, *, types: list[str] | None = None,
@@ -251,3 +265,13 @@ def legacy_activity(*, tenant: Tenant, livemode: bool, today: date) -> list[dict
                   .values("day").annotate(n=Sum("count")).order_by().values_list("day", "n"))
     return [{"date": day.isoformat(), "count": counts.get(day) or 0}
             for day in Period(first, today).days()]
+
+
+# --- the staff dashboard --------------------------------------------------------------------
+
+def lead_events(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, limit: int,
+                ) -> list[dict[str, Any]]:
+    """A lead's history, newest first: each event's ``type``, ``description`` and
+    ``occurred_at`` only (the shape of ``data`` is the event log's own business)."""
+    return list(Event.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id)
+                .order_by("-occurred_at", "-id").values("type", "description", "occurred_at")[:limit])

@@ -12,8 +12,9 @@ from django.core import signing
 from rest_framework import authentication, exceptions
 
 from tenants.models import Tenant
+from tenants.selectors import admin_session_mark, tenant_by_admin_session
 
-from .models import ApiKey, Scope
+from .models import ApiKey, Scope, scope_allows
 from .services import api_key_authenticate
 
 ADMIN_COOKIE_NAME = "sa_admin_session"
@@ -33,8 +34,7 @@ class Caller:
     is_anonymous = False
 
     def allows(self, scope: str) -> bool:
-        order = [Scope.READ, Scope.WRITE, Scope.ADMIN]
-        return order.index(self.scope) >= order.index(scope)
+        return scope_allows(self.scope, scope)
 
     @property
     def identity(self) -> str:
@@ -66,18 +66,15 @@ class BearerKeyAuthentication(authentication.BaseAuthentication):
 def admin_cookie_value(tenant: Tenant) -> str:
     # The token hash fragment ties the cookie to the current admin token: resetting the token
     # ends every session it opened.
-    return signing.dumps({"t": str(tenant.pk), "h": tenant.admin_token_hash[:16]}, salt=_COOKIE_SALT)
+    return signing.dumps(admin_session_mark(tenant), salt=_COOKIE_SALT)
 
 
 def tenant_from_admin_cookie(value: str) -> Tenant | None:
     try:
-        data = signing.loads(value, salt=_COOKIE_SALT, max_age=ADMIN_COOKIE_MAX_AGE)
+        mark = signing.loads(value, salt=_COOKIE_SALT, max_age=ADMIN_COOKIE_MAX_AGE)
     except signing.BadSignature:
         return None
-    tenant = Tenant.objects.filter(pk=data.get("t")).first()
-    if tenant is None or tenant.admin_token_hash[:16] != data.get("h"):
-        return None
-    return tenant
+    return tenant_by_admin_session(mark)
 
 
 class AdminCookieAuthentication(authentication.BaseAuthentication):

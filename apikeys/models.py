@@ -15,7 +15,13 @@ class Scope(models.TextChoices):
     ADMIN = "admin", "Admin"
 
 
+# Each scope allows everything the ones before it do (the specification's scope table).
 SCOPE_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
+
+
+def scope_allows(held: str, needed: str) -> bool:
+    """Whether a key of scope ``held`` may do what needs ``needed``."""
+    return SCOPE_RANK[held] >= SCOPE_RANK[needed]
 
 ROTATION_GRACE = timezone.timedelta(hours=24)
 
@@ -79,7 +85,7 @@ class ApiKey(models.Model):
         return self.status != KeyStatus.REVOKED
 
     def allows(self, scope: str) -> bool:
-        return SCOPE_RANK[self.scope] >= SCOPE_RANK[scope]
+        return scope_allows(self.scope, scope)
 
 
 class IdempotencyState(models.TextChoices):

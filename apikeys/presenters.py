@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from config.api.fields import format_timestamp
+from core.timestamps import format_timestamp
 
 from .models import ApiKey
 
@@ -25,8 +23,3 @@ def key_summary(key: ApiKey, *, secret: str | None = None) -> dict:
     if secret is not None:
         data["key"] = secret
     return data
-
-
-def as_json(value) -> str:
-    """One compact JSON line, the output format of the management commands' ``--json``."""
-    return json.dumps(value, separators=(",", ":"))

@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import Conflict, FieldError, Unprocessable
-from config.sql import ModelColumns, fetch_one, quote
-from tenants.crypto import digest
+from core.crypto import digest
+from core.errors import Conflict, FieldError, Unprocessable
+from core.sql import ModelColumns, fetch_one, quote
 from tenants.models import Tenant
 
 from .models import ROTATION_GRACE, ApiKey, IdempotencyKey, IdempotencyState, KeyStatus, Scope
@@ -111,7 +111,7 @@ def api_key_revoke_old(*, key: ApiKey) -> list[ApiKey]:
     return old
 
 
-# Every authenticated request runs this, so it is written out (config/sql.py).
+# Every authenticated request runs this, so it is written out (core/sql.py).
 _KEY_COLUMNS = ModelColumns(ApiKey, "k")
 _TENANT_COLUMNS = ModelColumns(Tenant, "t")
 _KEY_WITH_TENANT = (
@@ -182,37 +182,49 @@ def idempotency_claim(
     lock = timezone.timedelta(seconds=settings.IDEMPOTENCY_LOCK_SECONDS)
     for _ in range(3):  # each pass either decides or lost a race that changed the row
         now = timezone.now()
-        try:
-            with transaction.atomic():
-                return IdempotencyKey.objects.create(
-                    tenant_id=api_key.tenant_id, livemode=api_key.livemode, api_key=api_key,
-                    key=key, fingerprint=fingerprint, created_at=now, locked_at=now,
-                )
-        except IntegrityError:
-            pass
+        created = _idempotency_insert(api_key=api_key, key=key, fingerprint=fingerprint, now=now)
+        if created is not None:
+            return created
         record = IdempotencyKey.objects.filter(api_key=api_key, key=key).first()
         if record is None:
             continue  # purged between the insert and the read
-        if record.created_at <= now - IDEMPOTENCY_TTL:
-            # Expired: the key is free again. Compare-and-swap on locked_at, so that of two
-            # requests reviving it at once only one runs.
-            taken = _idempotency_take(record, fingerprint=fingerprint, created_at=now, now=now)
-            if taken is not None:
-                return taken
-            continue
-        if record.fingerprint != fingerprint:
-            raise IdempotencyKeyReused()
-        if record.state == IdempotencyState.COMPLETED:
-            return StoredResponse(status=record.response_status or 200,
-                                  headers=dict(record.response_headers or {}),
-                                  body=bytes(record.response_body or b""))
-        if record.locked_at > now - lock:
-            raise IdempotencyKeyInUse()
-        taken = _idempotency_take(record, fingerprint=fingerprint, created_at=record.created_at,
-                                  now=now)
-        if taken is not None:
-            return taken
+        decided = _idempotency_existing(record, fingerprint=fingerprint, now=now, lock=lock)
+        if decided is not None:
+            return decided
     raise IdempotencyKeyInUse()
+
+
+def _idempotency_insert(*, api_key: ApiKey, key: str, fingerprint: str, now
+                        ) -> IdempotencyKey | None:
+    """A new in-progress record for the key; None when the key already has one."""
+    try:
+        with transaction.atomic():
+            return IdempotencyKey.objects.create(
+                tenant_id=api_key.tenant_id, livemode=api_key.livemode, api_key=api_key,
+                key=key, fingerprint=fingerprint, created_at=now, locked_at=now,
+            )
+    except IntegrityError:
+        return None
+
+
+def _idempotency_existing(record: IdempotencyKey, *, fingerprint: str, now, lock
+                          ) -> IdempotencyKey | StoredResponse | None:
+    """What to do about the key's existing record: take it over, replay its response, or
+    refuse; None when another request changed the record first (look at it again)."""
+    if record.created_at <= now - IDEMPOTENCY_TTL:
+        # Expired: the key is free again. Compare-and-swap on locked_at, so that of two
+        # requests reviving it at once only one runs.
+        return _idempotency_take(record, fingerprint=fingerprint, created_at=now, now=now)
+    if record.fingerprint != fingerprint:
+        raise IdempotencyKeyReused()
+    if record.state == IdempotencyState.COMPLETED:
+        return StoredResponse(status=record.response_status or 200,
+                              headers=dict(record.response_headers or {}),
+                              body=bytes(record.response_body or b""))
+    if record.locked_at > now - lock:
+        raise IdempotencyKeyInUse()
+    return _idempotency_take(record, fingerprint=fingerprint, created_at=record.created_at,
+                             now=now)
 
 
 def _idempotency_take(record: IdempotencyKey, *, fingerprint: str, created_at, now

@@ -2,8 +2,8 @@
 
 Django runs each request's sync code (the DRF views, the ORM) on a thread of its own: its
 handler enters ``ThreadSensitiveContext()``, which starts a new thread at the request's first
-sync call and, at its end, another thread to join the first. On the benchmark machine that is
-about a millisecond per request (docs/performance.md). Here each request borrows a
+sync call and, at its end, another thread to join the first: two thread starts per request,
+about a millisecond (docs/performance.md). Here each request borrows a
 single-thread executor from a pool instead, as a WSGI server's thread pool would: one request
 at a time per thread, the thread kept for the next one. Request-scoped state lives in
 contextvars and on the request, and each request's database connection goes back to the pool

@@ -4,8 +4,8 @@ daphne pass through without thread hops.
 A request to a sync view runs the whole chain synchronously, in one call on its request thread
 (``config/handlers.py``). The async chain serves async views and streams; there Django's own
 middleware, ``MiddlewareMixin`` classes, would run each hook on a worker thread: two thread
-hops per middleware and request (about half a millisecond each on the first benchmark machine).
-Two wrappers remove the hops that do no work (docs/performance.md):
+hops per middleware and request. Two wrappers remove the hops that do no work
+(docs/performance.md):
 
 - ``InlineMiddleware`` runs hooks that only read the request and set headers (security headers,
   the trailing slash, X-Frame-Options) on the event loop itself;

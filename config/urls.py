@@ -11,7 +11,7 @@ urlpatterns = [
     path("", include("config.urls_legacy")),
     path("admin/", admin.site.urls),
     path("widget.js", widget_js, name="widget-js"),
-    path("dashboard/", include("widget.dashboard.urls")),
+    path("dashboard/", include("dashboard.urls")),
     path("docs/errors", views.error_reference, name="docs-errors"),
     path("", views.home, name="home"),
 ]

@@ -1,11 +1,11 @@
 """Live events of a conversation, carried by the Channels layer to every open stream of it.
 
-A human rep's reply, a visitor's message while a person has the conversation, and changes of
-status are sent to one group per conversation after the writing transaction commits. Streams
-(the widget's ``GET /api/chat/stream``, the dashboard's transcript) listen to that group. With
-the in-memory layer of the embedded default this works within one process; production uses the
-Redis layer (``REDIS_URL``), so the rep's request and the visitor's stream may be served by
-different processes or machines.
+``push`` subscribes, after commit, to the events an open stream shows: a person's reply, a
+visitor's message while a person has the conversation, and changes of status. Streams (the
+widget's ``GET /api/chat/stream``, the dashboard's transcript) listen to one group per
+conversation. With the in-memory layer of the embedded default this works within one process;
+production uses the Redis layer (``REDIS_URL``), so the rep's request and the visitor's stream
+may be served by different processes or machines.
 """
 
 from __future__ import annotations
@@ -14,48 +14,76 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
 
-from config.api.fields import format_timestamp
+from core.models import Event, EventType
+from core.timestamps import format_timestamp, parse_timestamp
+from tenants.models import User
 
-from .models import Conversation, Message
+from .models import Conversation, ConversationStatus, Message
 
 logger = logging.getLogger("salesagent.live")
 
 KEEPALIVE_SECONDS = 15.0  # a comment frame this often keeps proxies from closing idle streams
 ENDED = frozenset({"closed", "expired"})
+PUSHED_EVENTS = (
+    EventType.MESSAGE_RECEIVED, EventType.MESSAGE_SENT, EventType.CONVERSATION_HANDOFF,
+    EventType.CONVERSATION_ASSIGNED, EventType.CONVERSATION_HANDED_BACK,
+    EventType.CONVERSATION_COMPLETED,
+)
 
 
 def group_name(conversation_id: uuid.UUID) -> str:
     return f"conversation.{conversation_id.hex}"
 
 
-def message_payload(message: Message) -> dict[str, Any]:
+def _message(*, id: Any, role: str, content: str, author: str | None, created_at: str | None
+             ) -> dict[str, Any]:
     """A message as the live streams show it (legacy surface: UUIDs)."""
+    return {"id": str(id), "role": role, "content": content,
+            "author": {"name": author} if author else None, "createdAt": created_at}
+
+
+def _status(status: str, agent: str | None) -> dict[str, Any]:
+    return {"status": status, "agent": {"name": agent} if agent else None}
+
+
+def message_payload(message: Message) -> dict[str, Any]:
     author = message.author
-    return {
-        "id": str(message.pk),
-        "role": message.role,
-        "content": message.content,
-        "author": {"name": author.display_name} if author is not None else None,
-        "createdAt": format_timestamp(message.created_at),
-    }
+    return _message(id=message.pk, role=message.role, content=message.content,
+                    author=author.display_name if author is not None else None,
+                    created_at=format_timestamp(message.created_at))
 
 
 def status_payload(conversation: Conversation) -> dict[str, Any]:
     agent = conversation.assigned_to if conversation.assigned_to_id else None
-    return {"status": conversation.status,
-            "agent": {"name": agent.display_name} if agent is not None else None}
+    return _status(conversation.status, agent.display_name if agent is not None else None)
 
 
-def publish(conversation_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:
-    """Sends ``event`` to the conversation's open streams once the transaction commits."""
-    transaction.on_commit(partial(_send, conversation_id, event, data))
+def _name_of(user_id: str | None) -> str | None:
+    user = User.objects.filter(pk=user_id).first() if user_id else None
+    return user.display_name if user is not None else None
+
+
+def push(event: Event) -> None:
+    """After-commit subscriber of ``PUSHED_EVENTS``: tells the conversation's open streams."""
+    conversation = event.facts["conversation"]
+    if event.type not in (EventType.MESSAGE_RECEIVED, EventType.MESSAGE_SENT):
+        _send(event.conversation_id, "status",
+              _status(conversation["status"], _name_of(conversation["assigned_to_id"])))
+        return
+    message = event.facts["message"]
+    # A person's reply reaches the visitor, a visitor's message the person who has the
+    # conversation; the agent's own replies travel in the chat responses.
+    if (message["author_id"] if event.type == EventType.MESSAGE_SENT
+            else conversation["status"] == ConversationStatus.HANDED_OFF):
+        _send(event.conversation_id, "message", _message(
+            id=message["id"], role=message["role"], content=message["content"],
+            author=_name_of(message["author_id"]),
+            created_at=format_timestamp(parse_timestamp(message["created_at"]))))
 
 
 def _send(conversation_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:

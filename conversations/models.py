@@ -125,6 +125,9 @@ class Message(models.Model):
     sources = models.JSONField(default=list, blank=True)  # knowledge documents the reply used
     # Set when a stream ended before the reply was complete (client gone, provider failed).
     interrupted = models.BooleanField(default=False)
+    # The path an agent reply took (docs/agent.md): whose analysis ("model", "fallback"), who
+    # wrote it, and why it ended early, if it did ("cap", "repetition", "grounding", …).
+    turn = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

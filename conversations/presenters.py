@@ -9,12 +9,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from config.api.fields import format_timestamp
-from config.api.ids import encode
-from leads.vocabulary import LEGACY_OF_STORED
+from core.ids import encode
+from core.timestamps import format_timestamp
 
-from .agent.types import Passage
-from .models import LEGACY_STATUS, Conversation, Meeting, Message
+from .models import LEGACY_STATUS, Conversation, Message
 
 
 def conv_id(pk: uuid.UUID | None) -> str | None:
@@ -117,26 +115,4 @@ def legacy_conversation(conversation: Conversation, messages: list[Message]) -> 
             {"role": m.role, "content": m.content, "createdAt": format_timestamp(m.created_at)}
             for m in messages
         ],
-    }
-
-
-def source(passage: Passage) -> dict[str, Any]:
-    return {"documentId": str(passage.document_id), "title": passage.title,
-            **({"url": passage.url} if passage.url else {})}
-
-
-def meeting_booked_data(meeting: Meeting, lead) -> dict[str, Any]:
-    """The legacy ``meeting.booked`` webhook data (docs/events.md)."""
-    return {
-        "lead": {
-            "id": str(lead.pk), "name": lead.name, "email": lead.email, "company": lead.company,
-            "status": LEGACY_OF_STORED[lead.status], "qualificationScore": lead.score,
-        },
-        "meeting": {
-            "id": str(meeting.pk),
-            "startsAt": format_timestamp(meeting.starts_at),
-            "endsAt": format_timestamp(meeting.ends_at),
-            "timezone": meeting.time_zone,
-            "conversationId": str(meeting.conversation_id) if meeting.conversation_id else None,
-        },
     }

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from datetime import datetime
 
 from django.db.models import QuerySet
 
-from .models import Conversation, Message
+from tenants.models import Tenant, User
+
+from .models import Conversation, Meeting, Message
 
 SORT_FIELDS = {"startedAt": "started_at", "lastMessageAt": "last_message_at",
                "messageCount": "message_count"}
@@ -50,6 +53,59 @@ def lead_conversations(queryset: QuerySet[Conversation], *, lead_id: uuid.UUID) 
     return queryset.filter(lead_id=lead_id).order_by("-last_message_at", "-id")
 
 
-def lead_conversation_count(*, lead_id: uuid.UUID) -> int:
-    """How many conversations the lead has had (its single read's ``conversationCount``)."""
-    return Conversation.objects.filter(lead_id=lead_id).count()
+# --- the staff dashboard ---------------------------------------------------------------------
+
+def conversation_get(*, tenant: Tenant, livemode: bool, conversation_id: uuid.UUID,
+                     ) -> Conversation | None:
+    """One conversation of the tenant in this mode (with its lead and assignee), or None."""
+    return (Conversation.objects.filter(tenant=tenant, livemode=livemode, pk=conversation_id)
+            .select_related("lead", "assigned_to").first())
+
+
+def conversation_queue(
+    *,
+    tenant: Tenant,
+    livemode: bool,
+    statuses: Collection[str] | None = None,
+    assignee: User | None = None,
+    channel: str | None = None,
+) -> QuerySet[Conversation]:
+    """The tenant's conversations in this mode, optionally only in ``statuses``, assigned to
+    ``assignee`` or on ``channel``; latest message first (id breaks ties), with lead and
+    assignee joined."""
+    queryset = Conversation.objects.filter(tenant=tenant, livemode=livemode)
+    if statuses is not None:
+        queryset = queryset.filter(status__in=list(statuses))
+    if assignee is not None:
+        queryset = queryset.filter(assigned_to=assignee)
+    if channel:
+        queryset = queryset.filter(channel=channel)
+    return queryset.select_related("lead", "assigned_to").order_by("-last_message_at", "-id")
+
+
+def conversation_count(*, tenant: Tenant, livemode: bool, statuses: Collection[str] | None = None,
+                       assignee: User | None = None) -> int:
+    """How many conversations ``conversation_queue`` would list with these filters."""
+    return conversation_queue(tenant=tenant, livemode=livemode, statuses=statuses,
+                              assignee=assignee).count()
+
+
+def conversation_transcript(*, tenant: Tenant, livemode: bool, conversation_id: uuid.UUID,
+                            limit: int) -> list[Message]:
+    """The conversation's last ``limit`` messages, oldest first, with their human authors."""
+    latest = (Message.objects.filter(tenant=tenant, livemode=livemode, conversation_id=conversation_id)
+              .select_related("author").order_by("-sequence")[:limit])
+    return list(latest)[::-1]
+
+
+def lead_conversation_list(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID,
+                           limit: int) -> list[Conversation]:
+    """The lead's latest conversations (with their assignees), most recent first."""
+    return list(Conversation.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id)
+                .select_related("assigned_to").order_by("-last_message_at", "-id")[:limit])
+
+
+def lead_meetings(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, limit: int) -> list[Meeting]:
+    """The lead's meetings, the latest start first."""
+    return list(Meeting.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id)
+                .order_by("-starts_at", "-id")[:limit])

@@ -67,28 +67,34 @@ def _tail(text: str, overlap: int) -> str:
 def chunk_sections(sections: list[Section], *, target: int = TARGET_CHARS,
                    maximum: int = MAX_CHARS, overlap: int = OVERLAP_CHARS) -> list[ChunkText]:
     chunks: list[ChunkText] = []
-
-    def emit(heading: str, parts: list[str]) -> str:
-        text = "\n\n".join(parts)
-        chunks.append(ChunkText(position=len(chunks), heading=heading[:300], text=text))
-        return text
-
     for section in sections:
         pieces = [piece for paragraph in section.paragraphs
                   for piece in _split_long(paragraph, maximum)]
-        current: list[str] = []
-        size = 0
-        fresh = 0  # pieces in ``current`` that are not overlap from the previous chunk
-        for piece in pieces:
-            if current and (size + 2 + len(piece) > maximum or size >= target):
-                previous = emit(section.heading, current)
-                tail = _tail(previous, overlap)
-                current = [tail] if tail and len(tail) + 2 + len(piece) <= maximum else []
-                size = len(tail) if current else 0
-                fresh = 0
-            current.append(piece)
-            size += (2 if size else 0) + len(piece)
-            fresh += 1
-        if current and fresh:
-            emit(section.heading, current)
+        for text in _pack(pieces, target=target, maximum=maximum, overlap=overlap):
+            chunks.append(ChunkText(position=len(chunks), heading=section.heading[:300], text=text))
     return chunks
+
+
+def _pack(pieces: list[str], *, target: int, maximum: int, overlap: int) -> list[str]:
+    """The texts of one section's chunks: its pieces in order, a chunk closed once it reaches
+    ``target`` or the next piece would take it past ``maximum``."""
+    texts: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        if current and (size + 2 + len(piece) > maximum or size >= target):
+            texts.append("\n\n".join(current))
+            current = _overlap(texts[-1], piece, overlap=overlap, maximum=maximum)
+            size = len(current[0]) if current else 0
+        current.append(piece)
+        size += (2 if size else 0) + len(piece)
+    if current:
+        texts.append("\n\n".join(current))
+    return texts
+
+
+def _overlap(previous: str, piece: str, *, overlap: int, maximum: int) -> list[str]:
+    """What the next chunk starts with before ``piece``: the last sentences of the previous
+    chunk, if they fit in front of it."""
+    tail = _tail(previous, overlap)
+    return [tail] if tail and len(tail) + 2 + len(piece) <= maximum else []

@@ -232,6 +232,15 @@ def _plan(config: str, lexemes: list[tuple[str, int]], total: int,
         return [], [], ""
     total = max(total, known[-1][1])
     quoted = {lex: _tsquery_literal(lex) for lex, _ in known}
+    clauses = _clauses(config, known, quoted, needed=needed, total=total)
+    weights = [(config, quoted[lex], _idf(df, total)) for lex, df in known]
+    return clauses, weights, " | ".join(quoted.values())
+
+
+def _clauses(config: str, known: list[tuple[str, int]], quoted: dict[str, str], *, needed: int,
+             total: int) -> list[_Clause]:
+    """All the known terms together (when there are two or more), then each term alone when
+    one term is enough, else each pair of terms; with the chunks each is expected to match."""
     clauses = []
     if len(known) >= 2:
         estimate = float(total)
@@ -243,94 +252,125 @@ def _plan(config: str, lexemes: list[tuple[str, int]], total: int,
     else:
         clauses += [_Clause(a[1] * b[1] / total, config, f"{quoted[a[0]]} & {quoted[b[0]]}")
                     for a, b in combinations(known, 2)]
-    weights = [(config, quoted[lex], _idf(df, total)) for lex, df in known]
-    return clauses, weights, " | ".join(quoted.values())
+    return clauses
 
 
 def _search_postgres(*, tenant: Tenant, livemode: bool, terms: list[str], limit: int) -> list[Hit]:
     with connection.cursor() as cursor:
-        # The configurations in use among the tenant's ready documents (usually one); the
-        # message's lexemes in each, in message order; how many chunks contain each.
-        cursor.execute(
-            "WITH s AS (SELECT search_config AS cfg, sum(chunk_count) AS total "
-            "  FROM knowledge_document WHERE tenant_id = %s AND livemode = %s AND status = %s "
-            "  GROUP BY search_config), "
-            "l AS (SELECT s.cfg, t.lexeme, min(t.positions[1]) AS pos "
-            "  FROM s CROSS JOIN LATERAL unnest(to_tsvector(s.cfg::regconfig, %s)) t "
-            "  GROUP BY s.cfg, t.lexeme) "
-            "SELECT l.cfg, (SELECT sum(total) FROM s)::bigint, l.lexeme, coalesce(f.chunks, 0) "
-            "FROM l LEFT JOIN knowledge_termfrequency f "
-            "  ON f.tenant_id = %s AND f.livemode = %s AND f.lexeme = l.lexeme "
-            "ORDER BY l.cfg, l.pos",
-            [tenant.pk, livemode, DocumentStatus.READY, " ".join(terms), tenant.pk, livemode],
-        )
-        rows = cursor.fetchall()
-        if not rows:
-            return []
-        total = int(rows[0][1] or 0)
-        by_config: dict[str, list[tuple[str, int]]] = {}
-        for cfg, _, lexeme, chunks in rows:
-            by_config.setdefault(cfg, []).append((lexeme, int(chunks)))
-        clauses: list[_Clause] = []
-        weights: list[tuple[str, str, float]] = []
-        rank_queries: list[tuple[str, str]] = []
-        for cfg, lexemes in by_config.items():
-            cfg_clauses, cfg_weights, rank_query = _plan(cfg, lexemes, total)
-            clauses += cfg_clauses
-            weights += cfg_weights
-            if rank_query:
-                rank_queries.append((cfg, rank_query))
+        total, by_config = _term_frequencies(cursor, tenant=tenant, livemode=livemode, terms=terms)
+        clauses, weights, rank_queries = _plan_configs(by_config, total)
         if not clauses:
             return []
-        clauses.sort(key=lambda c: c.estimate)
         several = len(rank_queries) > 1
-        config_test = "c.search_config = %s AND " if several else ""
-
-        # Score: the inverse document frequencies of the terms a chunk contains, plus
-        # ts_rank_cd for how often and how close together they occur.
-        score_parts, score_params = [], []
-        for cfg, quoted, weight in weights:
-            score_parts.append(f"CASE WHEN {config_test}c.search @@ %s::tsquery THEN %s ELSE 0 END")
-            score_params += [*([cfg] if several else []), quoted, weight]
-        if several:
-            rank = ("ts_rank_cd(c.search, CASE c.search_config "
-                    + " ".join("WHEN %s THEN %s::tsquery" for _ in rank_queries) + " END, 32)")
-            rank_params = [p for q in rank_queries for p in q]
-        else:
-            rank, rank_params = "ts_rank_cd(c.search, %s::tsquery, 32)", [rank_queries[0][1]]
-        # ts_rank_cd scaled into [0, 0.5) (normalisation 32: rank / (rank + 1)), so that it
-        # orders chunks that hold the same terms but never outweighs a rarer term.
-        score = f"{' + '.join(score_parts)} + 0.5 * {rank}"
-
-        # Candidates: chunks matching the most selective clauses first, at most CANDIDATES.
-        # PostgreSQL runs the branches in order and stops once it has enough, so a common word
-        # costs no more than a rare one. The candidates carry their tsvector, so that scoring
-        # them reads no row twice.
-        branches, params = [], []
-        for clause in clauses:
-            branches.append(
-                "(SELECT c.id, c.document_id, c.heading, c.text, c.search_config, c.search "
-                "FROM knowledge_chunk c WHERE c.tenant_id = %s AND c.livemode = %s AND "
-                f"{config_test}c.search @@ %s::tsquery LIMIT %s)")
-            params += [tenant.pk, livemode, *([clause.config] if several else []), clause.tsquery,
-                       CANDIDATES]
+        score, score_params = _score_sql(weights, rank_queries, several=several)
+        candidates, candidate_params = _candidates_sql(clauses, tenant=tenant, livemode=livemode,
+                                                       several=several)
         sql = (
-            f"WITH cand AS MATERIALIZED (SELECT * FROM ({' UNION ALL '.join(branches)}) u LIMIT %s) "
+            f"WITH cand AS MATERIALIZED (SELECT * FROM ({candidates}) u LIMIT %s) "
             f"SELECT c.id, c.document_id, d.title, d.url, c.heading, c.text, {score} AS score "
             "FROM cand c JOIN knowledge_document d ON d.id = c.document_id AND d.status = %s "
             "ORDER BY score DESC, c.id LIMIT %s"
         )
         # A chunk found by two clauses comes twice: room for the repeats, dropped below.
-        cursor.execute(sql, [*params, CANDIDATES, *score_params, *rank_params,
+        cursor.execute(sql, [*candidate_params, CANDIDATES, *score_params,
                              DocumentStatus.READY, limit * 2])
-        found, seen = [], set()
-        for row in cursor.fetchall():
-            if row[0] not in seen:
-                seen.add(row[0])
-                found.append(row)
-        found = found[:limit]
+        found = _first_of_each(cursor.fetchall())[:limit]
     return [Hit(chunk_id=r[0], document_id=r[1], title=r[2], url=r[3], heading=r[4], text=r[5],
                 score=float(r[6])) for r in found]
+
+
+def _term_frequencies(cursor, *, tenant: Tenant, livemode: bool, terms: list[str],
+                      ) -> tuple[int, dict[str, list[tuple[str, int]]]]:
+    """The chunks of the tenant's ready documents, and per configuration in use among them
+    (usually one) the message's lexemes, in message order, with how many chunks contain each."""
+    cursor.execute(
+        "WITH s AS (SELECT search_config AS cfg, sum(chunk_count) AS total "
+        "  FROM knowledge_document WHERE tenant_id = %s AND livemode = %s AND status = %s "
+        "  GROUP BY search_config), "
+        "l AS (SELECT s.cfg, t.lexeme, min(t.positions[1]) AS pos "
+        "  FROM s CROSS JOIN LATERAL unnest(to_tsvector(s.cfg::regconfig, %s)) t "
+        "  GROUP BY s.cfg, t.lexeme) "
+        "SELECT l.cfg, (SELECT sum(total) FROM s)::bigint, l.lexeme, coalesce(f.chunks, 0) "
+        "FROM l LEFT JOIN knowledge_termfrequency f "
+        "  ON f.tenant_id = %s AND f.livemode = %s AND f.lexeme = l.lexeme "
+        "ORDER BY l.cfg, l.pos",
+        [tenant.pk, livemode, DocumentStatus.READY, " ".join(terms), tenant.pk, livemode],
+    )
+    rows = cursor.fetchall()
+    if not rows:
+        return 0, {}
+    by_config: dict[str, list[tuple[str, int]]] = {}
+    for cfg, _, lexeme, chunks in rows:
+        by_config.setdefault(cfg, []).append((lexeme, int(chunks)))
+    return int(rows[0][1] or 0), by_config
+
+
+def _plan_configs(by_config: dict[str, list[tuple[str, int]]], total: int,
+                  ) -> tuple[list[_Clause], list[tuple[str, str, float]], list[tuple[str, str]]]:
+    """The plans of all configurations together: every clause, most selective first; every
+    term's weight; each configuration's ranking query."""
+    clauses: list[_Clause] = []
+    weights: list[tuple[str, str, float]] = []
+    rank_queries: list[tuple[str, str]] = []
+    for cfg, lexemes in by_config.items():
+        cfg_clauses, cfg_weights, rank_query = _plan(cfg, lexemes, total)
+        clauses += cfg_clauses
+        weights += cfg_weights
+        if rank_query:
+            rank_queries.append((cfg, rank_query))
+    clauses.sort(key=lambda c: c.estimate)
+    return clauses, weights, rank_queries
+
+
+def _score_sql(weights: list[tuple[str, str, float]], rank_queries: list[tuple[str, str]], *,
+               several: bool) -> tuple[str, list]:
+    """The score of a candidate and its parameters: the inverse document frequencies of the
+    terms it contains, plus ts_rank_cd for how often and how close together they occur."""
+    config_test = "c.search_config = %s AND " if several else ""
+    score_parts, params = [], []
+    for cfg, quoted, weight in weights:
+        score_parts.append(f"CASE WHEN {config_test}c.search @@ %s::tsquery THEN %s ELSE 0 END")
+        params += [*([cfg] if several else []), quoted, weight]
+    if several:
+        rank = ("ts_rank_cd(c.search, CASE c.search_config "
+                + " ".join("WHEN %s THEN %s::tsquery" for _ in rank_queries) + " END, 32)")
+        params += [p for q in rank_queries for p in q]
+    else:
+        rank = "ts_rank_cd(c.search, %s::tsquery, 32)"
+        params.append(rank_queries[0][1])
+    # ts_rank_cd scaled into [0, 0.5) (normalisation 32: rank / (rank + 1)), so that it orders
+    # chunks that hold the same terms but never outweighs a rarer term.
+    return f"{' + '.join(score_parts)} + 0.5 * {rank}", params
+
+
+def _candidates_sql(clauses: list[_Clause], *, tenant: Tenant, livemode: bool, several: bool,
+                    ) -> tuple[str, list]:
+    """Candidates: chunks matching the most selective clauses first, at most CANDIDATES each.
+
+    PostgreSQL runs the branches in order and stops once it has enough, so a common word costs
+    no more than a rare one. The candidates carry their tsvector, so that scoring them reads no
+    row twice.
+    """
+    config_test = "c.search_config = %s AND " if several else ""
+    branches, params = [], []
+    for clause in clauses:
+        branches.append(
+            "(SELECT c.id, c.document_id, c.heading, c.text, c.search_config, c.search "
+            "FROM knowledge_chunk c WHERE c.tenant_id = %s AND c.livemode = %s AND "
+            f"{config_test}c.search @@ %s::tsquery LIMIT %s)")
+        params += [tenant.pk, livemode, *([clause.config] if several else []), clause.tsquery,
+                   CANDIDATES]
+    return " UNION ALL ".join(branches), params
+
+
+def _first_of_each(rows: list[tuple]) -> list[tuple]:
+    """The rows without the repeats of a chunk, in their order."""
+    found, seen = [], set()
+    for row in rows:
+        if row[0] not in seen:
+            seen.add(row[0])
+            found.append(row)
+    return found
 
 
 def _fts_literal(term: str) -> str:

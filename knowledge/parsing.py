@@ -139,48 +139,61 @@ def _strip_inline(text: str) -> str:
     return text
 
 
+class _Outline:
+    """The sections of a document read from top to bottom: a heading takes the place of the
+    headings of its level and below, and the text after it is filed under the path to it."""
+
+    def __init__(self) -> None:
+        self.sections: list[Section] = []
+        self.path: list[tuple[int, str]] = []
+
+    def add(self, paras: list[str]) -> None:
+        if paras:
+            self.sections.append(Section(" › ".join(title for _, title in self.path), paras))
+
+    def open(self, level: int, title: str) -> None:
+        while self.path and self.path[-1][0] >= level:
+            self.path.pop()
+        self.path.append((level, title))
+
+
+def _is_setext_underline(line: str, body: list[str]) -> bool:
+    """Whether ``line`` (``===`` or ``---``) makes the line above it, a line of text, a heading."""
+    return bool(_SETEXT.match(line) and body and body[-1].strip() and not _LIST_ITEM.match(body[-1]))
+
+
 def parse_markdown(text: str) -> list[Section]:
     """Sections along the headings (ATX ``#`` and setext underlines); the heading path
     ("Pricing › Enterprise") is each section's heading. Code blocks stay as text."""
     text = normalise(text)
     text = _FRONT_MATTER.sub("", text)
-    sections: list[Section] = []
-    path: list[tuple[int, str]] = []
+    outline = _Outline()
     body: list[str] = []
     in_fence = False
 
     def flush() -> None:
-        heading = " › ".join(title for _, title in path)
-        paras = paragraphs(_strip_inline("\n".join(body)))
-        if paras:
-            sections.append(Section(heading, paras))
+        outline.add(paragraphs(_strip_inline("\n".join(body))))
         body.clear()
 
     def open_heading(level: int, title: str) -> None:
         flush()
-        while path and path[-1][0] >= level:
-            path.pop()
-        path.append((level, _strip_inline(title).strip()[:200]))
+        outline.open(level, _strip_inline(title).strip()[:200])
 
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
+    for line in text.split("\n"):
         if _FENCE.match(line):
             in_fence = not in_fence
             body.append("")  # a fence is a paragraph border
-            continue
-        if not in_fence:
-            atx = _ATX.match(line)
-            if atx:
-                open_heading(len(atx.group(1)), atx.group(2))
-                continue
-            underline = _SETEXT.match(line)
-            if underline and i > 0 and body and body[-1].strip() and not _LIST_ITEM.match(body[-1]):
-                title = body.pop()
-                open_heading(1 if underline.group(1).startswith("=") else 2, title)
-                continue
-        body.append(line)
+        elif in_fence:
+            body.append(line)
+        elif atx := _ATX.match(line):
+            open_heading(len(atx.group(1)), atx.group(2))
+        elif _is_setext_underline(line, body):
+            title = body.pop()
+            open_heading(1 if line.startswith("=") else 2, title)
+        else:
+            body.append(line)
     flush()
-    return sections
+    return outline.sections
 
 
 _QUESTION = re.compile(r"^\s*(?:Q|Question|Frage|F|P|Pregunta)\s*[:.)]\s*(.*)$", re.I)
@@ -197,45 +210,53 @@ def parse_faq(text: str) -> list[Section]:
     text = normalise(text)
     lines = text.split("\n")
     if any(_QUESTION.match(line) for line in lines) and any(_ANSWER.match(line) for line in lines):
-        sections: list[Section] = []
-        question: list[str] = []
-        answer: list[str] = []
-        mode = None
-
-        def flush() -> None:
-            q = " ".join(x for x in question if x).strip()
-            a = "\n".join(answer).strip()
-            if q and a:
-                sections.append(Section(q[:300], paragraphs(_strip_inline(a))))
-            elif q or a:
-                sections.append(Section("", paragraphs(_strip_inline(q + "\n\n" + a))))
-            question.clear()
-            answer.clear()
-
-        for line in lines:
-            if m := _QUESTION.match(line):
-                flush()
-                question.append(m.group(1))
-                mode = "q"
-            elif (m := _ANSWER.match(line)) and mode == "q":
-                answer.append(m.group(1))
-                mode = "a"
-            elif mode == "q":
-                question.append(line)
-            else:
-                answer.append(line)
-        flush()
-        return [s for s in sections if s.paragraphs]
+        return _faq_pairs(lines)
     if any(_ATX.match(line) for line in lines):
         return parse_markdown(text)
+    return _faq_blocks(text)
+
+
+def _faq_pairs(lines: list[str]) -> list[Section]:
+    """``Q:``/``A:`` layout: a question runs until its answer line, the answer until the next
+    question; text before the first question is text without a heading."""
+    sections: list[Section] = []
+    question: list[str] = []
+    answer: list[str] = []
+    mode = None
+    for line in lines:
+        if m := _QUESTION.match(line):
+            sections.append(_faq_section(question, answer))
+            question, answer = [m.group(1)], []
+            mode = "q"
+        elif (m := _ANSWER.match(line)) and mode == "q":
+            answer.append(m.group(1))
+            mode = "a"
+        elif mode == "q":
+            question.append(line)
+        else:
+            answer.append(line)
+    sections.append(_faq_section(question, answer))
+    return [s for s in sections if s.paragraphs]
+
+
+def _faq_section(question: list[str], answer: list[str]) -> Section:
+    """A question with its answer; either one alone is text without a heading."""
+    q = " ".join(x for x in question if x).strip()
+    a = "\n".join(answer).strip()
+    if q and a:
+        return Section(q[:300], paragraphs(_strip_inline(a)))
+    return Section("", paragraphs(_strip_inline(q + "\n\n" + a)))
+
+
+def _faq_blocks(text: str) -> list[Section]:
+    """Blocks between blank lines: the first line is the question, the rest its answer; a block
+    of one line is text without a heading."""
     sections = []
     for block in re.split(r"\n\s*\n", text):
         block_lines = [line for line in block.split("\n") if line.strip()]
-        if not block_lines:
-            continue
         if len(block_lines) == 1:
             sections.append(Section("", paragraphs(_strip_inline(block_lines[0]))))
-        else:
+        elif block_lines:
             sections.append(Section(_strip_inline(block_lines[0])[:300],
                                     paragraphs(_strip_inline("\n".join(block_lines[1:])))))
     return [s for s in sections if s.paragraphs]
@@ -246,80 +267,111 @@ def parse_faq(text: str) -> list[Section]:
 def _pdf_page_paragraphs(text: str) -> list[str]:
     """A page's text as paragraphs. PDF text has a line break at every layout line; a paragraph
     ends at a blank line, or at a short line that ends a sentence."""
-    lines = [line for line in normalise(text).split("\n")]
-    widths = sorted(len(line) for line in lines if line)
-    if not widths:
+    lines = normalise(text).split("\n")
+    typical = _typical_width(lines)
+    if typical is None:
         return []
-    typical = widths[int(len(widths) * 0.9)] if len(widths) > 3 else widths[-1]
     out: list[str] = []
     current: list[str] = []
     for line in lines:
         if not line:
-            if current:
-                out.append(" ".join(current))
-                current = []
+            _end_paragraph(out, current)
             continue
-        if current and _LIST_ITEM.match(line):
-            out.append(" ".join(current))
-            current = []
+        if _LIST_ITEM.match(line):
+            _end_paragraph(out, current)
         current.append(line)
         if line[-1] in ".!?:" and len(line) < 0.8 * typical:
-            out.append(" ".join(current))
-            current = []
-    if current:
-        out.append(" ".join(current))
+            _end_paragraph(out, current)
+    _end_paragraph(out, current)
     return [p.strip() for p in out if p.strip()]
 
 
-def parse_pdf(data: bytes, *, max_pages: int, max_characters: int) -> Parsed:
-    from pypdf import PdfReader
-    from pypdf.errors import FileNotDecryptedError
+def _typical_width(lines: list[str]) -> int | None:
+    """The width of a full line of the page: the 90th percentile of the widths of its lines
+    (the widest of three or fewer); None when the page has no text."""
+    widths = sorted(len(line) for line in lines if line)
+    if not widths:
+        return None
+    return widths[int(len(widths) * 0.9)] if len(widths) > 3 else widths[-1]
 
+
+def _end_paragraph(out: list[str], current: list[str]) -> None:
+    """Moves the lines gathered in ``current`` to ``out`` as one paragraph."""
+    if current:
+        out.append(" ".join(current))
+        current.clear()
+
+
+_PDF_PASSWORD = "The PDF is password-protected; upload it without a password."
+
+
+def parse_pdf(data: bytes, *, max_pages: int, max_characters: int) -> Parsed:
     if b"%PDF-" not in data[:1024]:
         raise ParseFailure("The file is not a PDF.")
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            # Many PDFs are "encrypted" with an empty user password (only printing or copying
-            # is restricted); those open. A real password cannot be given, so they fail.
-            try:
-                opened = reader.decrypt("")
-            except Exception:
-                opened = 0
-            if not opened:
-                raise ParseFailure("The PDF is password-protected; upload it without a password.")
+        reader = _open_pdf(data)
         count = len(reader.pages)
         if count > max_pages:
             raise ParseFailure(f"The PDF has {count} pages; the limit is {max_pages}.")
-        sections: list[Section] = []
-        total = 0
-        for page in reader.pages:
-            paras = _pdf_page_paragraphs(page.extract_text() or "")
-            total += sum(len(p) for p in paras)
-            if total > max_characters:
-                raise ParseFailure(f"The text is longer than the limit of {max_characters:,} "
-                                   "characters.")
-            if paras:
-                # One section per page: chunks follow the pages and never straddle two.
-                sections.append(Section("", paras))
+        sections = _pdf_sections(reader, max_characters=max_characters)
     except ParseFailure:
         raise
-    except FileNotDecryptedError:
-        raise ParseFailure("The PDF is password-protected; upload it without a password.") from None
-    except RecursionError:
-        raise ParseFailure("The PDF is nested too deeply to be read.") from None
-    except MemoryError:
-        raise ParseFailure("The PDF needs too much memory to be read (a compressed stream "
-                           "expands beyond the limit).") from None
     except Exception as exc:  # an untrusted file: whatever breaks, it cannot be read
-        name = type(exc).__name__
-        if name == "LimitReachedError":
-            if "decompress" in str(exc).lower():
-                raise ParseFailure("The PDF expands beyond the size limit when decompressed.") from None
-            raise ParseFailure("The PDF is too complex to read (it exceeds the PDF reader's "
-                               "limits).") from None
-        raise ParseFailure(f"The PDF could not be read; it looks damaged ({name}).") from None
+        raise _pdf_failure(exc) from None
     return Parsed(sections=sections, pages=count)
+
+
+def _open_pdf(data: bytes):
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(data))
+    # Many PDFs are "encrypted" with an empty user password (only printing or copying is
+    # restricted); those open. A real password cannot be given, so they fail.
+    if reader.is_encrypted and not _opens_without_password(reader):
+        raise ParseFailure(_PDF_PASSWORD)
+    return reader
+
+
+def _opens_without_password(reader) -> bool:
+    try:
+        return bool(reader.decrypt(""))
+    except Exception:
+        return False
+
+
+def _pdf_sections(reader, *, max_characters: int) -> list[Section]:
+    """One section per page: chunks follow the pages and never straddle two."""
+    sections: list[Section] = []
+    total = 0
+    for page in reader.pages:
+        paras = _pdf_page_paragraphs(page.extract_text() or "")
+        total += sum(len(p) for p in paras)
+        if total > max_characters:
+            raise ParseFailure(f"The text is longer than the limit of {max_characters:,} "
+                               "characters.")
+        if paras:
+            sections.append(Section("", paras))
+    return sections
+
+
+def _pdf_failure(exc: Exception) -> ParseFailure:
+    """What the tenant is told when reading their PDF raised ``exc``."""
+    from pypdf.errors import FileNotDecryptedError
+
+    if isinstance(exc, FileNotDecryptedError):
+        return ParseFailure(_PDF_PASSWORD)
+    if isinstance(exc, RecursionError):
+        return ParseFailure("The PDF is nested too deeply to be read.")
+    if isinstance(exc, MemoryError):
+        return ParseFailure("The PDF needs too much memory to be read (a compressed stream "
+                            "expands beyond the limit).")
+    name = type(exc).__name__
+    if name == "LimitReachedError":
+        if "decompress" in str(exc).lower():
+            return ParseFailure("The PDF expands beyond the size limit when decompressed.")
+        return ParseFailure("The PDF is too complex to read (it exceeds the PDF reader's "
+                            "limits).")
+    return ParseFailure(f"The PDF could not be read; it looks damaged ({name}).")
 
 
 # --- docx -----------------------------------------------------------------------------------
@@ -344,11 +396,23 @@ _HEADING_STYLE = re.compile(r"^(?:Heading|Überschrift|Titre|Título)\s*(\d)$", 
 def parse_docx(data: bytes, *, max_characters: int) -> Parsed:
     """Sections along the heading styles (Title, Heading 1-9); tables as rows of cells."""
     _check_zip(data)
+    document = _open_docx(data)
+    try:
+        sections = _docx_sections(document, max_characters=max_characters)
+    except ParseFailure:
+        raise
+    except RecursionError:
+        raise ParseFailure("The DOCX is nested too deeply to be read.") from None
+    except Exception as exc:
+        raise ParseFailure(f"The DOCX could not be read; it looks damaged ({type(exc).__name__}).") from None
+    return Parsed(sections=sections)
+
+
+def _open_docx(data: bytes):
     import docx
-    from docx.table import Table
 
     try:
-        document = docx.Document(io.BytesIO(data))
+        return docx.Document(io.BytesIO(data))
     except RecursionError:
         raise ParseFailure("The DOCX is nested too deeply to be read.") from None
     except MemoryError:
@@ -356,8 +420,11 @@ def parse_docx(data: bytes, *, max_characters: int) -> Parsed:
     except Exception as exc:
         raise ParseFailure(f"The DOCX could not be read; it looks damaged ({type(exc).__name__}).") from None
 
-    sections: list[Section] = []
-    path: list[tuple[int, str]] = []
+
+def _docx_sections(document, *, max_characters: int) -> list[Section]:
+    from docx.table import Table
+
+    outline = _Outline()
     body: list[str] = []
     total = 0
 
@@ -367,41 +434,46 @@ def parse_docx(data: bytes, *, max_characters: int) -> Parsed:
         total += sum(len(p) for p in paras)
         if total > max_characters:
             raise ParseFailure(f"The text is longer than the limit of {max_characters:,} characters.")
-        if paras:
-            sections.append(Section(" › ".join(t for _, t in path), paras))
+        outline.add(paras)
         body.clear()
 
-    try:
-        for block in document.iter_inner_content():
-            if isinstance(block, Table):
-                for row in block.rows:
-                    cells: list[str] = []
-                    for cell in row.cells:
-                        text = cell.text.strip()
-                        if text and (not cells or cells[-1] != text):  # merged cells repeat
-                            cells.append(text)
-                    if cells:
-                        body.append(" | ".join(cells))
-                continue
-            text = block.text
-            style = (block.style.name if block.style is not None else "") or ""
-            match = _HEADING_STYLE.match(style)
-            level = 0 if style.lower() == "title" else int(match.group(1)) if match else None
-            if level is not None and text.strip():
-                flush()
-                while path and path[-1][0] >= level:
-                    path.pop()
-                path.append((level, normalise(text).strip()[:200]))
-            else:
-                body.append(text + "\n")
-        flush()
-    except ParseFailure:
-        raise
-    except RecursionError:
-        raise ParseFailure("The DOCX is nested too deeply to be read.") from None
-    except Exception as exc:
-        raise ParseFailure(f"The DOCX could not be read; it looks damaged ({type(exc).__name__}).") from None
-    return Parsed(sections=sections)
+    for block in document.iter_inner_content():
+        if isinstance(block, Table):
+            body.extend(_docx_table_rows(block))
+            continue
+        text = block.text
+        level = _docx_heading_level(block)
+        if level is not None and text.strip():
+            flush()
+            outline.open(level, normalise(text).strip()[:200])
+        else:
+            body.append(text + "\n")
+    flush()
+    return outline.sections
+
+
+def _docx_table_rows(table) -> list[str]:
+    """Each row as its cells joined by " | "; a merged cell, which python-docx repeats, once."""
+    rows: list[str] = []
+    for row in table.rows:
+        cells: list[str] = []
+        for cell in row.cells:
+            text = cell.text.strip()
+            if text and (not cells or cells[-1] != text):
+                cells.append(text)
+        if cells:
+            rows.append(" | ".join(cells))
+    return rows
+
+
+def _docx_heading_level(paragraph) -> int | None:
+    """0 for the Title style, n for Heading n (and its German, French and Spanish names), None
+    for any other paragraph."""
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if style.lower() == "title":
+        return 0
+    match = _HEADING_STYLE.match(style)
+    return int(match.group(1)) if match else None
 
 
 # --- entry points ---------------------------------------------------------------------------

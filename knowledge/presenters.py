@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.api import ids
-from config.api.fields import format_timestamp
+from core import ids
+from core.timestamps import format_timestamp
 
 from .models import Document
 

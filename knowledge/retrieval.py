@@ -1,18 +1,19 @@
 """Retrieval: the knowledge passages that may answer a visitor's message.
 
-This is the one interface the agent uses (``conversations.services`` calls ``retrieve`` on
-every turn). It reads the full-text index of ``knowledge.index`` — PostgreSQL full-text search
-or SQLite FTS5, whichever the connection is — over the chunks of the tenant's ``ready``
-documents in the caller's mode, and returns the best as passages: document id, title, an
-excerpt around the words that matched, the score, and the document's public URL if it has one
-(replies that use the passage carry it as a ``link`` action; docs/knowledge.md, "Citations").
+This is the one interface the agent uses (the chat turn calls ``retrieve`` on every turn). It
+reads the full-text index of ``knowledge.index`` (PostgreSQL full-text search or SQLite FTS5,
+whichever the connection is) over the chunks of the tenant's ``ready`` documents in the
+caller's mode, and returns the best as passages: document id, title, an excerpt around the
+words that matched, the score, and the document's public URL if it has one (replies that use
+the passage carry it as a ``link`` action; docs/knowledge.md, "Citations").
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from uuid import UUID
 
-from conversations.agent.types import Passage
 from tenants.models import Tenant
 
 from . import index
@@ -22,6 +23,17 @@ EXCERPT_CHARS = 600
 # would tell the agent the same thing twice.
 PER_DOCUMENT = 2
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A piece of a knowledge-base document that may answer the visitor."""
+
+    document_id: UUID
+    title: str
+    excerpt: str
+    score: float = 0.0
+    url: str | None = None
 
 
 def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
@@ -56,18 +68,25 @@ def excerpt(text: str, terms: list[str], *, limit: int = EXCERPT_CHARS) -> str:
         return text
     sentences = [s for s in _SENTENCE.split(text) if s.strip()]
     stems = {t[:5] for t in terms}
-    best, best_score = "", -1
-    for start in range(len(sentences)):
-        window = ""
-        for sentence in sentences[start:]:
-            candidate = f"{window} {sentence}".strip()
-            if len(candidate) > limit:
-                break
-            window = candidate
-        if not window:  # one sentence longer than the limit: cut it at a word
-            window = sentences[start][:limit].rsplit(" ", 1)[0] + "…"
-        lowered = window.lower()
-        score = sum(1 for stem in stems if stem in lowered)
-        if score > best_score:
-            best, best_score = window, score
-    return best
+    windows = (_window(sentences[start:], limit) for start in range(len(sentences)))
+    # max() keeps the first of equally good windows.
+    return max(windows, key=lambda window: _stems_in(window, stems), default="")
+
+
+def _window(sentences: list[str], limit: int) -> str:
+    """The first sentences that fit in ``limit`` characters together; the first sentence cut
+    at a word when it alone is longer."""
+    window = ""
+    for sentence in sentences:
+        candidate = f"{window} {sentence}".strip()
+        if len(candidate) > limit:
+            break
+        window = candidate
+    if not window:
+        window = sentences[0][:limit].rsplit(" ", 1)[0] + "…"
+    return window
+
+
+def _stems_in(window: str, stems: set[str]) -> int:
+    lowered = window.lower()
+    return sum(1 for stem in stems if stem in lowered)

@@ -20,9 +20,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config.errors import FieldError, InvalidRequest, Unprocessable
-from conversations.agent.signals import detect_language
-from conversations.languages import ISO_639_1
+from core.errors import FieldError, InvalidRequest, Unprocessable
+from core.languages import ISO_639_1, detect_language
 from tenants.models import Tenant
 
 from . import index
@@ -55,6 +54,15 @@ class TooManyDocuments(Unprocessable):
 def _check_upload(*, title: str, type: str, data: bytes, url: str, language: str,
                   source_field: str) -> str:
     """Refuses at once what the request already shows to be wrong; returns the clean title."""
+    title = _clean_title(title)
+    _check_description(type=type, url=url, language=language)
+    _check_content(type=type, data=data, source_field=source_field)
+    if type not in BINARY_TYPES:
+        _check_text(data, source_field=source_field)
+    return title
+
+
+def _clean_title(title: str) -> str:
     title = (title or "").strip()
     if not title:
         raise InvalidRequest("A document needs a title.",
@@ -62,6 +70,11 @@ def _check_upload(*, title: str, type: str, data: bytes, url: str, language: str
     if len(title) > MAX_TITLE:
         raise InvalidRequest(details=[FieldError("title", "too_long",
                                                  f"At most {MAX_TITLE} characters.")])
+    return title
+
+
+def _check_description(*, type: str, url: str, language: str) -> None:
+    """The document's type, public URL and language."""
     if type not in DocumentType.values:
         raise InvalidRequest(details=[FieldError(
             "type", "invalid_enum", "One of " + ", ".join(DocumentType.values) + ".")])
@@ -71,6 +84,10 @@ def _check_upload(*, title: str, type: str, data: bytes, url: str, language: str
     if language and language not in ISO_639_1:
         raise InvalidRequest(details=[FieldError("language", "invalid_enum",
                                                  "An ISO 639-1 language code such as en.")])
+
+
+def _check_content(*, type: str, data: bytes, source_field: str) -> None:
+    """The bytes: present, within the size limit, and starting as a PDF or DOCX file does."""
     if not data:
         raise InvalidRequest("The document is empty.", details=[FieldError(
             source_field, "required", "The document has no content.")])
@@ -85,24 +102,26 @@ def _check_upload(*, title: str, type: str, data: bytes, url: str, language: str
     if type == DocumentType.DOCX and not data.startswith(b"PK\x03\x04"):
         raise Unprocessable("The file is not a DOCX document.", details=[FieldError(
             source_field, "invalid_format", "Expected a DOCX file (a Word document, .docx).")])
-    if type not in BINARY_TYPES:
-        try:
-            text = decode_text(data)
-        except ParseFailure:
-            raise Unprocessable(
-                "The content is not UTF-8 text; the supported types are "
-                + ", ".join(DocumentType.values) + ".",
-                details=[FieldError(source_field, "invalid_format", "Expected UTF-8 text.")],
-            ) from None
-        if not text.strip():
-            raise InvalidRequest("The document is empty.", details=[FieldError(
-                source_field, "required", "The document has no text.")])
-        most = settings.KNOWLEDGE_MAX_CHARACTERS
-        if len(text) > most:
-            raise Unprocessable(
-                f"The text has {len(text):,} characters; the limit is {most:,}.",
-                details=[FieldError(source_field, "too_long", f"At most {most:,} characters.")])
-    return title
+
+
+def _check_text(data: bytes, *, source_field: str) -> None:
+    """A text type's bytes: UTF-8, not blank, within the character limit."""
+    try:
+        text = decode_text(data)
+    except ParseFailure:
+        raise Unprocessable(
+            "The content is not UTF-8 text; the supported types are "
+            + ", ".join(DocumentType.values) + ".",
+            details=[FieldError(source_field, "invalid_format", "Expected UTF-8 text.")],
+        ) from None
+    if not text.strip():
+        raise InvalidRequest("The document is empty.", details=[FieldError(
+            source_field, "required", "The document has no text.")])
+    most = settings.KNOWLEDGE_MAX_CHARACTERS
+    if len(text) > most:
+        raise Unprocessable(
+            f"The text has {len(text):,} characters; the limit is {most:,}.",
+            details=[FieldError(source_field, "too_long", f"At most {most:,} characters.")])
 
 
 def document_create(*, tenant: Tenant, livemode: bool, title: str, type: str, data: bytes,
@@ -178,10 +197,10 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         current = Document.objects.select_for_update().filter(pk=document_id).first()
         if current is None or current.status != DocumentStatus.PROCESSING:
             return current  # deleted, or finished by another run, while this one parsed
-        scope = {"tenant_id": current.tenant_id, "livemode": current.livemode}
-        index.unindex_document_chunks(document_id=document_id, **scope)
+        owner = {"tenant_id": current.tenant_id, "livemode": current.livemode}
+        index.unindex_document_chunks(document_id=document_id, **owner)
         Chunk.objects.filter(document_id=document_id).delete()
-        index.store_chunks(document_id=document_id, config=config, chunks=chunks, **scope)
+        index.store_chunks(document_id=document_id, config=config, chunks=chunks, **owner)
         now = timezone.now()
         current.status = DocumentStatus.READY
         current.failure_reason = ""

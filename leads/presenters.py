@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from config.api.fields import format_timestamp
+from core.timestamps import format_timestamp
 
 from .models import Lead
 from .vocabulary import legacy_status, v1_status

@@ -1,6 +1,6 @@
 """Reads of leads: the lists of both surfaces and search.
 
-The list takes the tenant and mode of the caller (``scope_kwargs()`` of the API base view);
+The list takes the tenant and mode of the caller (``owner()`` of the API base view);
 search takes ``leads``, a queryset the caller has already scoped to one tenant and mode (the
 base view's ``get_queryset()``). Both return rows as plain dicts of ``presenters.COLUMNS`` and
 ``presenters.TIMESTAMPS`` (formatted by the database) so that pages render without model
@@ -18,11 +18,11 @@ from typing import Any
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
-from config.api.pagination import Page
-from config.sql import fetch_all, fetch_one, iso_timestamp_sql
-from config.sql import quote as _q
+from core.pagination import Page
+from core.sql import fetch_all, fetch_one, iso_timestamp_sql
+from core.sql import quote as _q
 from tenants.models import Tenant
 
 from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
@@ -207,16 +207,27 @@ def _lead_rows(sql: str, params: list) -> list[dict[str, Any]]:
         names = [column[0] for column in cursor.description]
         found = cursor.fetchall()
     rows = [dict(zip(names, values, strict=True)) for values in found]
+    _decode_columns(rows, names)
+    return rows
+
+
+def _decode_columns(rows: list[dict[str, Any]], names: list[str]) -> None:
+    """Parses the JSON columns of ``rows`` in place, and makes UUIDs of the ids SQLite gives as
+    hex digits."""
     json_columns = [name for name in _JSON_COLUMNS if name in names]
-    uuid_columns = ([name for name in _UUID_COLUMNS if name in names]
-                    if connection.vendor != "postgresql" else [])
+    uuid_columns = _hex_uuid_columns(names)
     for row in rows:
         for name in json_columns:
             row[name] = orjson.loads(row[name])
         for name in uuid_columns:
             if row[name] is not None:
                 row[name] = uuid.UUID(hex=row[name])
-    return rows
+
+
+def _hex_uuid_columns(names: list[str]) -> list[str]:
+    """The UUID columns among ``names`` that come as hex digits (PostgreSQL's driver gives UUIDs)."""
+    return ([name for name in _UUID_COLUMNS if name in names]
+            if connection.vendor != "postgresql" else [])
 
 
 def _from_bucket(column: str, bucket: Any, descending: bool) -> tuple[str, Any]:
@@ -245,12 +256,14 @@ def lead_search(
     q: str,
     fields: tuple[str, ...] = V1_SEARCH_FIELDS,
     status: str | None = None,
+    source: str | None = None,
     order_by: tuple[str, ...] = ("-last_active_at", "-id"),
     columns: tuple[str, ...] = SEARCH_COLUMNS,
     page: int = 1,
     limit: int = 25,
 ) -> Page:
-    """Leads with ``q`` in any of ``fields`` (case-insensitive substring), one page.
+    """Leads with ``q`` in any of ``fields`` (case-insensitive substring), one page; only those
+    in ``status`` (a v1 word) and from ``source`` when given.
 
     One statement: a materialized CTE collects the matches once (on PostgreSQL through the
     trigram indexes of migration 0002), holding only their ids and sort keys; the total is
@@ -259,14 +272,36 @@ def lead_search(
     itself a sort of the matches. A page past the end costs a second query for the total. Rows
     carry ``match_field`` (see ``match_field``).
     """
+    matching = _search_matches(leads, q=q, fields=fields, status=status, source=source)
+    offset = (page - 1) * limit
+    sql, params = _search_sql(matching, order_by=order_by, columns=columns)
+    rows = _search_rows(sql, [*params, limit, offset], q=q)
+    total = rows[0]["search_total"] if rows else 0
+    for row in rows:
+        del row["search_total"]
+        row["match_field"] = match_field(row, q, fields)
+    if not rows and offset:
+        total = matching.count()
+    return Page(items=rows, page=page, limit=limit, total=total)
+
+
+def _search_matches(leads: QuerySet[Lead], *, q: str, fields: tuple[str, ...],
+                    status: str | None, source: str | None) -> QuerySet[Lead]:
     condition = Q()
     for field in fields:
         condition |= Q(**{f"{field}__icontains": q})
     matching = leads.filter(condition)
     if status:
         matching = matching.filter(v1_status=status)
-    offset = (page - 1) * limit
+    if source:
+        matching = matching.filter(source=source)
+    return matching
 
+
+def _search_sql(matching: QuerySet[Lead], *, order_by: tuple[str, ...],
+                columns: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+    """The one statement of a search page (its last two parameters, LIMIT and OFFSET, to add):
+    the matches' ids and sort keys in a materialized CTE, their count, and the page's rows."""
     keys = [key.lstrip("-") for key in order_by]
     inner_sql, params = matching.order_by().values(*dict.fromkeys(["id", *keys])).query.sql_with_params()
     order = ", ".join(f"{_q(_DB_COLUMNS[key])} {'DESC' if sort.startswith('-') else 'ASC'}"
@@ -279,23 +314,18 @@ def lead_search(
         f"FROM {table} WHERE \"id\" IN ("
         f"SELECT \"id\" FROM matches ORDER BY {order} LIMIT %s OFFSET %s) ORDER BY {order}"
     )
-    params = [*params, limit, offset]
+    return sql, params
+
+
+def _search_rows(sql: str, params: list, *, q: str) -> list[dict[str, Any]]:
     if connection.vendor == "postgresql" and not _TRIGRAM.search(q):
         # Without three letters or digits in a row pg_trgm has no trigram to look up: each
         # "index scan" would return every row, then recheck them all. Reading the tenant's
         # rows once is three times faster, so the planner is told not to use the indexes.
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL enable_bitmapscan = off")
-            rows = _lead_rows(sql, params)
-    else:
-        rows = _lead_rows(sql, params)
-    total = rows[0]["search_total"] if rows else 0
-    for row in rows:
-        del row["search_total"]
-        row["match_field"] = match_field(row, q, fields)
-    if not rows and offset:
-        total = matching.count()
-    return Page(items=rows, page=page, limit=limit, total=total)
+            return _lead_rows(sql, params)
+    return _lead_rows(sql, params)
 
 
 def match_field(row: dict[str, Any], q: str, fields: tuple[str, ...] = V1_SEARCH_FIELDS) -> str:
@@ -323,3 +353,54 @@ def _matching_custom_key(custom_fields: dict[str, Any], needle: str) -> str | No
         if needle in custom_fields_text({key: value}).upper():
             return key
     return None
+
+
+def lead_conversation_count(lead: Lead) -> int:
+    """How many conversations the lead has had (its single read's ``conversationCount``),
+    through the relation the conversations app declares on ``Lead`` (leads stand below
+    conversations and do not import them)."""
+    return lead.conversations.count()
+
+
+# --- the staff dashboard ---------------------------------------------------------------------
+
+def lead_find(
+    *,
+    tenant: Tenant,
+    livemode: bool,
+    q: str = "",
+    status: str | None = None,
+    source: str | None = None,
+    page: int = 1,
+    limit: int = 25,
+) -> Page:
+    """The tenant's leads in this mode, newest first, one page of ``COLUMNS`` rows: a search of
+    name, email, company and custom fields when ``q`` is given, else the list. The v1
+    ``status`` and the ``source`` filter the query itself, so pages are full and the total
+    counts only the matching leads."""
+    q = q.strip()
+    if not q:
+        return lead_list(tenant=tenant, livemode=livemode,
+                         filters=LeadFilters(status=status, source=source), page=page, limit=limit)
+    return lead_search(leads=Lead.objects.filter(tenant=tenant, livemode=livemode), q=q,
+                       fields=V1_SEARCH_FIELDS, status=status, source=source, columns=COLUMNS,
+                       order_by=("-created_at", "-id"), page=page, limit=limit)
+
+
+def lead_get(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID) -> Lead | None:
+    """One lead of the tenant in this mode (with its assignee), or None."""
+    return (Lead.objects.filter(tenant=tenant, livemode=livemode, pk=lead_id)
+            .select_related("assigned_to").first())
+
+
+def lead_newest(*, tenant: Tenant, livemode: bool, limit: int) -> list[Lead]:
+    """The tenant's most recently created leads in this mode."""
+    return list(Lead.objects.filter(tenant=tenant, livemode=livemode)
+                .order_by("-created_at", "-id")[:limit])
+
+
+def lead_counts_since(*, tenant: Tenant, livemode: bool, since: datetime) -> dict[str, int]:
+    """How many leads were created since ``since`` (``created``) and how many of them are now
+    qualified or booked (``qualified``), in one query."""
+    return Lead.objects.filter(tenant=tenant, livemode=livemode, created_at__gte=since).aggregate(
+        created=Count("id"), qualified=Count("id", filter=Q(status__in=["qualified", "booked"])))

@@ -13,22 +13,21 @@ from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 
-from tenants.models import Tenant
+from .selectors import tenant_by_public_id
 
 PUBLIC_WIDGET_PATHS = ("/api/chat", "/api/widget")
 
 
 def _origins_for(public_id: str) -> frozenset[str]:
-    origins = (Tenant.objects.filter(public_id=public_id)
-               .values_list("allowed_origins", flat=True).first()) or []
+    tenant = tenant_by_public_id(public_id)
+    origins = tenant.allowed_origins if tenant else []
     return frozenset(o.rstrip("/") for o in origins if isinstance(o, str))
 
 
 def _wants_lookup(request) -> str | None:
     if not request.path.startswith(PUBLIC_WIDGET_PATHS) or "Origin" not in request.headers:
         return None
-    public_id = request.GET.get("tenant", "")
-    return public_id if 0 < len(public_id) <= 40 else None
+    return request.GET.get("tenant") or None
 
 
 class WidgetOriginsMiddleware:

@@ -8,7 +8,7 @@ import uuid
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 
-from . import crypto
+from core import crypto
 
 
 def new_public_id() -> str:
@@ -44,6 +44,18 @@ class Tenant(models.Model):
     )
     # Encrypted at rest; never returned by any API after it is set.
     agent_api_key_encrypted = models.TextField(blank=True, editable=False)
+    # The limits of every reply (docs/agent.md, "Reply limits"): whichever the model reaches
+    # first ends the reply on a whole sentence.
+    agent_max_reply_tokens = models.PositiveSmallIntegerField(default=300)
+    agent_max_reply_chars = models.PositiveSmallIntegerField(default=1200)
+    agent_turn_seconds = models.PositiveSmallIntegerField(
+        default=20, help_text="The whole turn's deadline: analysis and reply.")
+
+    # Facts about the tenant that the agent may state besides its knowledge base (docs/agent.md,
+    # "Grounding"): what the product is, where the prices are, the business hours.
+    product_summary = models.TextField(blank=True)
+    pricing_url = models.URLField(blank=True)
+    business_hours = models.CharField(max_length=200, blank=True)
 
     # Meetings the agent may book: the tenant's time zone, working days (0 = Monday) and
     # hours, and the length of a discovery call. An external booking link replaces the slots.

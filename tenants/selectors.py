@@ -1,11 +1,56 @@
-"""Reads of tenant members."""
+"""Reads of tenants and their members: by the references callers hold (public id, admin token,
+an admin session's mark) and the staff lists."""
 
 from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from core import crypto
+
 from .models import Tenant, User
+
+ADMIN_TOKEN_PREFIX = "at_"
+# What a public id may look like (``tn_`` and 20 hex digits today; room for other forms): the
+# check keeps NUL bytes and other junk from a widget's ``?tenant=`` away from the database.
+_PUBLIC_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+def tenant_by_public_id(public_id: Any) -> Tenant | None:
+    """The tenant a widget or public chat request names; None for anything else."""
+    if not isinstance(public_id, str) or not _PUBLIC_ID.fullmatch(public_id):
+        return None
+    return Tenant.objects.filter(public_id=public_id).first()
+
+
+def tenant_by_admin_token(token: str) -> Tenant | None:
+    if not token or not token.startswith(ADMIN_TOKEN_PREFIX) or len(token) > 200:
+        return None
+    return Tenant.objects.filter(admin_token_hash=crypto.digest(token)).first()
+
+
+def admin_session_mark(tenant: Tenant) -> dict[str, str]:
+    """What a session opened with the admin token keeps (the legacy cookie, the dashboard's
+    session): the tenant and a fragment of the token's hash, so that resetting the token ends
+    every session it opened."""
+    return {"t": str(tenant.pk), "h": tenant.admin_token_hash[:16]}
+
+
+def tenant_by_admin_session(mark: Any) -> Tenant | None:
+    """The tenant of a session's ``admin_session_mark``, while its admin token is unchanged."""
+    if not isinstance(mark, dict) or not isinstance(mark.get("t"), str):
+        return None
+    try:
+        tenant = Tenant.objects.filter(pk=mark["t"]).first()
+    except ValidationError:
+        return None
+    if tenant is None or not tenant.admin_token_hash or tenant.admin_token_hash[:16] != mark.get("h"):
+        return None
+    return tenant
 
 
 def tenant_users(*, tenant: Tenant) -> QuerySet[User]:
@@ -20,3 +65,8 @@ def tenant_by_reference(ref: str) -> Tenant | None:
     except ValidationError:
         found = None
     return found or Tenant.objects.filter(public_id=ref).first()
+
+
+def tenant_user_get(*, tenant: Tenant, user_id: uuid.UUID) -> User | None:
+    """An active member of the tenant's staff, or None (someone else's, inactive, unknown)."""
+    return tenant_users(tenant=tenant).filter(pk=user_id).first()

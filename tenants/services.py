@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import secrets
+from urllib.parse import SplitResult
 
 from django.db import transaction
 
-from config.errors import FieldError, Unprocessable
+from core import crypto
+from core.errors import FieldError, Unprocessable
 
-from . import crypto
 from .models import AgentProvider, Plan, Tenant, User, UserRole
-
-ADMIN_TOKEN_PREFIX = "at_"
+from .selectors import ADMIN_TOKEN_PREFIX
 
 
 def _new_admin_token() -> str:
@@ -58,12 +58,6 @@ def tenant_reset_admin_token(*, tenant: Tenant) -> str:
     return token
 
 
-def tenant_by_admin_token(token: str) -> Tenant | None:
-    if not token or not token.startswith(ADMIN_TOKEN_PREFIX) or len(token) > 200:
-        return None
-    return Tenant.objects.filter(admin_token_hash=crypto.digest(token)).first()
-
-
 def tenant_set_agent(
     *,
     tenant: Tenant,
@@ -91,6 +85,56 @@ def tenant_set_agent(
             raise Unprocessable("URLs must start with http:// or https://.",
                                 details=[FieldError(field, "invalid_format", "An http(s) URL.")])
     tenant.save()
+    return tenant
+
+
+# Bounds of the reply limits: below them no sentence fits, above them no visitor reads on.
+REPLY_TOKENS = (32, 4000)
+REPLY_CHARS = (200, 8000)
+TURN_SECONDS = (3, 120)
+PRODUCT_SUMMARY_CHARS = 1000
+
+
+@transaction.atomic
+def tenant_set_agent_limits(*, tenant: Tenant, max_reply_tokens: int, max_reply_chars: int,
+                            turn_seconds: int) -> Tenant:
+    """Sets the limits of every reply (docs/agent.md, "Reply limits")."""
+    errors = [FieldError(field, "out_of_range", f"From {low} to {high}.")
+              for field, value, (low, high) in (
+                  ("max_reply_tokens", max_reply_tokens, REPLY_TOKENS),
+                  ("max_reply_chars", max_reply_chars, REPLY_CHARS),
+                  ("turn_seconds", turn_seconds, TURN_SECONDS))
+              if not (isinstance(value, int) and low <= value <= high)]
+    if errors:
+        raise Unprocessable("The reply limits are out of range.", details=errors)
+    tenant.agent_max_reply_tokens = max_reply_tokens
+    tenant.agent_max_reply_chars = max_reply_chars
+    tenant.agent_turn_seconds = turn_seconds
+    tenant.save(update_fields=["agent_max_reply_tokens", "agent_max_reply_chars",
+                               "agent_turn_seconds", "updated_at"])
+    return tenant
+
+
+@transaction.atomic
+def tenant_set_facts(*, tenant: Tenant, product_summary: str = "", pricing_url: str = "",
+                     business_hours: str = "") -> Tenant:
+    """Sets the facts the agent may state besides the knowledge base (docs/agent.md,
+    "Grounding")."""
+    product_summary, pricing_url = product_summary.strip(), pricing_url.strip()
+    business_hours = business_hours.strip()
+    errors = []
+    if len(product_summary) > PRODUCT_SUMMARY_CHARS:
+        errors.append(FieldError("product_summary", "too_long",
+                                 f"At most {PRODUCT_SUMMARY_CHARS} characters."))
+    if pricing_url and not pricing_url.startswith(("http://", "https://")):
+        errors.append(FieldError("pricing_url", "invalid_format", "An http(s) URL."))
+    if len(business_hours) > 200:
+        errors.append(FieldError("business_hours", "too_long", "At most 200 characters."))
+    if errors:
+        raise Unprocessable("The agent's facts are not valid.", details=errors)
+    tenant.product_summary, tenant.pricing_url = product_summary, pricing_url
+    tenant.business_hours = business_hours
+    tenant.save(update_fields=["product_summary", "pricing_url", "business_hours", "updated_at"])
     return tenant
 
 
@@ -143,6 +187,22 @@ def tenant_set_meetings(
     booking_url: str = "",
 ) -> Tenant:
     """Sets when the agent may book discovery meetings (or the external booking link)."""
+    booking_url = (booking_url or "").strip()
+    details = _meeting_errors(timezone_name=timezone_name, days=days, start_hour=start_hour,
+                              end_hour=end_hour, minutes=minutes, booking_url=booking_url)
+    if details:
+        raise Unprocessable("The meeting settings were not saved.", details=details)
+    tenant.meeting_timezone = timezone_name
+    tenant.meeting_days = sorted(set(days))
+    tenant.meeting_start_hour, tenant.meeting_end_hour = start_hour, end_hour
+    tenant.meeting_minutes = minutes
+    tenant.booking_url = booking_url
+    tenant.save()
+    return tenant
+
+
+def _meeting_errors(*, timezone_name: str, days: list[int], start_hour: int, end_hour: int,
+                    minutes: int, booking_url: str) -> list[FieldError]:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     details = []
@@ -157,18 +217,9 @@ def tenant_set_meetings(
                                   "Hours 0-24, the end after the start."))
     if not 10 <= minutes <= 240:
         details.append(FieldError("meeting_minutes", "out_of_range", "10 to 240 minutes."))
-    booking_url = (booking_url or "").strip()
     if booking_url and not booking_url.startswith(("http://", "https://")):
         details.append(FieldError("booking_url", "invalid_format", "An http(s) URL."))
-    if details:
-        raise Unprocessable("The meeting settings were not saved.", details=details)
-    tenant.meeting_timezone = timezone_name
-    tenant.meeting_days = sorted(set(days))
-    tenant.meeting_start_hour, tenant.meeting_end_hour = start_hour, end_hour
-    tenant.meeting_minutes = minutes
-    tenant.booking_url = booking_url
-    tenant.save()
-    return tenant
+    return details
 
 
 def normalize_origin(raw: str) -> str | None:
@@ -181,13 +232,19 @@ def normalize_origin(raw: str) -> str | None:
         port = parts.port
     except ValueError:
         return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query \
-            or parts.fragment or parts.username or parts.password:
+    if not _is_bare_origin(parts):
         return None
     host = parts.hostname.lower()
     if ":" in host:
         host = f"[{host}]"
     return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
+def _is_bare_origin(parts: SplitResult) -> bool:
+    """http(s) and a host, and nothing else: no path, query, fragment or credentials."""
+    return (parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.path
+            and not parts.query and not parts.fragment and not parts.username
+            and not parts.password)
 
 
 MAX_ALLOWED_ORIGINS = 50

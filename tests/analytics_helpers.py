@@ -10,8 +10,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from unittest import mock
 
-from analytics.models import ChannelDailyStat, Event, LeadDailyStat, WidgetVisit
+from analytics.models import ChannelDailyStat, LeadDailyStat, WidgetVisit
 from conversations.models import Conversation, Meeting, Message
+from core.models import Event
 from leads.models import Lead
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+# make test checks for it first (and installs it as root); CHROMIUM overrides the path.
+CHROMIUM = os.environ.get("CHROMIUM") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOT_DIR = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
@@ -56,8 +56,9 @@ def screenshot(page, name: str, **kwargs) -> None:
 
 
 def chromium_or_skip() -> None:
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.fail("Debian's chromium is required for the browser tests: apt-get install chromium")
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"the browser tests need Chromium at {CHROMIUM}: apt-get install chromium "
+                    "(make test does it as root), or set CHROMIUM=/path/to/chromium")
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analytics.models import Event
+from core.models import Event
 
 
 def chat(api, kit, message, *, session=None, visitor="visitor-1", scope="write", mode="live",

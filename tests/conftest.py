@@ -65,6 +65,26 @@ class ApiClient:
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+# Fixtures that start a server (on 127.0.0.1, in a thread of this process): the tests that use
+# them are ``live`` like those that start processes, so ``-m "not live"`` leaves them out.
+SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.live)
+
+
+def pytest_configure(config):
+    # Staff passwords are hashed with PBKDF2's million rounds: half a second per hash, and the
+    # suite signs people in hundreds of times. What the tests check is the sign-in, not the
+    # hash's cost. (Servers the tests start run with the project's own hashers.)
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _keep_test_connection_open():
     # As Django's own test client does: the test's transaction must outlive each request.

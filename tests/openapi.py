@@ -44,7 +44,9 @@ def validate(response: httpx.Response) -> None:
         path=url.path,
         args=dict(parse_qsl(url.query)),
     )
-    mock = MockResponse(response.content, status_code=response.status_code,
+    # An event stream is text: no deserializer of openapi-core reads its bytes.
+    body = response.text if content_type == "text/event-stream" else response.content
+    mock = MockResponse(body, status_code=response.status_code,
                         content_type=content_type or "application/json",
                         headers=dict(response.headers))
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 
 from django.http import StreamingHttpResponse
 from django.urls import path
@@ -96,10 +97,13 @@ class LeadsViewSetProbe(V1ViewSet):
 
 class KeysProbe(V1APIView):
     """Creates an API key per call: a side effect the tests can count. ``seconds`` makes it slow
-    (to overlap duplicates on a live server); ``fail`` makes it a 500."""
+    (to overlap duplicates on a live server), ``started`` names a file it creates when it starts
+    (so that a test waits for that, not for a guessed time); ``fail`` makes it a 500."""
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
     def post(self, request):
+        if request.data.get("started"):
+            Path(request.data["started"]).touch()
         if request.data.get("seconds"):
             time.sleep(float(request.data["seconds"]))
         if request.data.get("fail"):

@@ -6,10 +6,11 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from analytics.events import on_commit_hooks
+        from core import events
 
+        from .envelopes import LEGACY_EVENT_TYPES, V1_EVENT_TYPES
         from .services import on_event_committed
 
-        # Every committed event fans out to the matching subscriptions of both surfaces.
-        if on_event_committed not in on_commit_hooks:
-            on_commit_hooks.append(on_event_committed)
+        # Every committed event fans out to the matching receivers of both surfaces.
+        events.subscribe(on_event_committed, types={*V1_EVENT_TYPES, *LEGACY_EVENT_TYPES},
+                         after_commit=True)

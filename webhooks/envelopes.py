@@ -1,8 +1,9 @@
 """What receivers get: the envelopes, headers and signatures of both surfaces (docs/webhooks.md).
 
-Bodies are rendered from the ``Event`` row alone, which never changes, so every attempt of a
-delivery carries the same bytes and the same event id; only the per-attempt headers (delivery
-id, timestamp, signature) differ.
+Each surface's ``data`` is rendered from the event's facts by the payload its domain app
+registered (``core.events.payload``), with the presenters of that surface's API. The facts
+never change, so every attempt of a delivery carries the same bytes and the same event id; only
+the per-attempt headers (delivery id, timestamp, signature) differ.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import json
 import secrets
 from typing import Any
 
-from analytics.models import Event, EventType
-from config.api.fields import format_timestamp
-from config.api.ids import decode, encode
-from leads.vocabulary import legacy_status, stored_from_v1
+from core import events
+from core.ids import encode
+from core.models import Event
+from core.timestamps import format_timestamp
 
 # The specification's v1 webhook event types (Events, "Webhooks, v1 surface").
 V1_EVENT_TYPES: tuple[str, ...] = (
@@ -55,7 +56,7 @@ def v1_envelope(event: Event) -> dict[str, Any]:
         "type": event.type,
         "apiVersion": API_VERSION,
         "createdAt": format_timestamp(event.occurred_at),
-        "data": event.data,
+        "data": events.payload(event, "v1"),
     }
 
 
@@ -80,41 +81,9 @@ def v1_request(event: Event, *, secret: str, attempt: str, timestamp: int
 
 # --- legacy ---------------------------------------------------------------------------------
 
-def _legacy_word(v1_word: str | None) -> str | None:
-    """The legacy status of a v1 status in an event snapshot (new, qualified, qualifying for
-    contacted, booked for converted, disqualified for lost)."""
-    return None if v1_word is None else legacy_status(stored_from_v1(v1_word))
-
-
-def _legacy_lead(lead: dict[str, Any]) -> dict[str, Any]:
-    found = decode("lead", lead.get("id") or "")
-    return {
-        "id": str(found) if found else None,
-        "name": lead.get("name"),
-        "email": lead.get("email"),
-        "company": lead.get("company"),
-        "status": _legacy_word(lead.get("status")),
-        "qualificationScore": lead.get("score"),
-    }
-
-
-def legacy_data(event: Event) -> dict[str, Any]:
-    """The legacy ``data`` of an event, from the event's own snapshot (the lead as it was when
-    the event happened, not as it is when the webhook leaves)."""
-    if event.type == EventType.LEAD_CREATED:
-        return _legacy_lead(event.data.get("lead") or {})
-    if event.type == EventType.LEAD_QUALIFIED:
-        lead = event.data.get("lead") or {}
-        return {**_legacy_lead(lead),
-                "previousStatus": _legacy_word(lead.get("previousStatus")),
-                "qualificationReason": event.data.get("qualificationReason")}
-    # meeting.booked is written in the legacy shape already (conversations.presenters).
-    return dict(event.data)
-
-
 def legacy_envelope(event: Event) -> dict[str, Any]:
     return {"event": event.type, "timestamp": format_timestamp(event.occurred_at),
-            "data": legacy_data(event)}
+            "data": events.payload(event, "legacy")}
 
 
 def legacy_signature(secret: str, body: bytes) -> str:

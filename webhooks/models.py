@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from tenants import crypto
+from core import crypto
 
 
 class SubscriptionStatus(models.TextChoices):
@@ -23,7 +23,7 @@ class Subscription(models.Model):
     """A v1 webhook subscription (``wh_<hex>``): where to send which event types, and the secret
     that signs them.
 
-    The secret is stored encrypted (``tenants.crypto``) because signing needs the plaintext; the
+    The secret is stored encrypted (``core.crypto``) because signing needs the plaintext; the
     API shows it only in the creation response. ``failing_since`` is the time of the first failed
     attempt since the last success: when every attempt has failed for five days, the subscription
     is disabled with ``disabled_reason`` (docs/webhooks.md, "Automatic disabling").
@@ -125,7 +125,7 @@ class Delivery(models.Model):
                                related_name="+")
     livemode = models.BooleanField()
     surface = models.CharField(max_length=6, choices=Surface.choices)
-    event = models.ForeignKey("analytics.Event", on_delete=models.CASCADE, related_name="+")
+    event = models.ForeignKey("core.Event", on_delete=models.CASCADE, related_name="+")
     subscription = models.ForeignKey(Subscription, null=True, blank=True, on_delete=models.CASCADE,
                                      related_name="deliveries", db_index=False)
     legacy_webhook = models.ForeignKey(LegacyWebhook, null=True, blank=True,

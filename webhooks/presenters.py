@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.api.fields import format_timestamp
-from config.api.ids import encode
+from core.ids import encode
+from core.timestamps import format_timestamp
 
 from .envelopes import attempt_id
 from .models import Delivery, DeliveryAttempt, LegacyWebhook, Subscription

@@ -46,3 +46,36 @@ def failed_deliveries(*, tenant: Tenant, livemode: bool) -> QuerySet[Delivery]:
     return with_attempts(Delivery.objects.filter(tenant=tenant, livemode=livemode,
                                                  status=DeliveryStatus.FAILED)
                          .order_by("-updated_at", "-id"))
+
+
+# --- the staff dashboard ---------------------------------------------------------------------
+
+def subscription_get(*, tenant: Tenant, livemode: bool, subscription_id: uuid.UUID,
+                     ) -> Subscription | None:
+    """One v1 subscription of the tenant in this mode, or None."""
+    return subscription_list(tenant=tenant, livemode=livemode).filter(pk=subscription_id).first()
+
+
+def legacy_webhook_get(*, tenant: Tenant, livemode: bool, webhook_id: uuid.UUID,
+                       ) -> LegacyWebhook | None:
+    """One legacy webhook of the tenant in this mode, or None."""
+    return legacy_webhook_list(tenant=tenant, livemode=livemode).filter(pk=webhook_id).first()
+
+
+def delivery_log_with_receivers(*, tenant: Tenant, livemode: bool, status: str | None = None,
+                                ) -> QuerySet[Delivery]:
+    """``delivery_log`` with each delivery's subscription or legacy webhook joined."""
+    return delivery_log(tenant=tenant, livemode=livemode, status=status).select_related(
+        "subscription", "legacy_webhook")
+
+
+def failed_deliveries_with_receivers(*, tenant: Tenant, livemode: bool, limit: int,
+                                     ) -> list[Delivery]:
+    """The latest ``failed_deliveries`` with their receivers joined."""
+    return list(failed_deliveries(tenant=tenant, livemode=livemode)
+                .select_related("subscription", "legacy_webhook")[:limit])
+
+
+def delivery_get(*, tenant: Tenant, livemode: bool, delivery_id: uuid.UUID) -> Delivery | None:
+    """One delivery of the tenant in this mode, with its event, receiver and attempts; or None."""
+    return delivery_log_with_receivers(tenant=tenant, livemode=livemode).filter(pk=delivery_id).first()

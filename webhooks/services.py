@@ -26,10 +26,11 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from analytics.models import Event
-from config.errors import Conflict, FieldError, InvalidRequest, Unprocessable
-from config.sql import fetch_all
-from tenants import crypto
+from core import crypto
+from core.errors import Conflict, FieldError, InvalidRequest, Unprocessable
+from core.events import payload
+from core.models import Event
+from core.sql import fetch_all
 from tenants.models import Tenant
 
 from . import envelopes, transport
@@ -216,19 +217,27 @@ def legacy_webhook_delete(*, webhook: LegacyWebhook) -> None:
 # --- fan-out --------------------------------------------------------------------------------
 
 def on_event_committed(event: Event) -> None:
-    """The hook ``analytics.events.emit`` calls after the event's transaction committed."""
+    """After-commit subscriber of every event type either surface delivers."""
     deliveries_create_for_event(event=event)
+
+
+def _delivers(event: Event, surface: str) -> bool:
+    """Whether ``surface`` has something to send about the event (v1 sends no ``lead.updated``
+    whose changes it cannot see)."""
+    return payload(event, surface) is not None
 
 
 def deliveries_create_for_event(*, event: Event) -> list[uuid.UUID]:
     """One pending delivery per matching active receiver of the event's tenant and mode, each
     enqueued at once after this commits. Running it twice creates nothing more."""
-    scope = {"tenant_id": event.tenant_id, "livemode": event.livemode}
+    owner = {"tenant_id": event.tenant_id, "livemode": event.livemode}
     now = timezone.now()
-    rows = [_delivery_row(**scope, event_id=event.pk, surface=surface, receiver_id=receiver_id,
+    receivers = [(surface, receiver_id) for surface, receiver_id, types in _active_receivers(event)
+                 if event.type in types]
+    surfaces = {surface for surface, _ in receivers if _delivers(event, surface)}
+    rows = [_delivery_row(**owner, event_id=event.pk, surface=surface, receiver_id=receiver_id,
                           now=now)
-            for surface, receiver_id, events in _active_receivers(event)
-            if event.type in events]
+            for surface, receiver_id in receivers if surface in surfaces]
     if not rows:
         return []
     ids = [row.pk for row in rows]
@@ -276,36 +285,9 @@ def deliveries_catch_up(*, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     newest = now - CATCH_UP_GRACE
-    groups: dict[tuple[uuid.UUID, bool], list[tuple[str, uuid.UUID, list[str], datetime]]] = {}
-    for pk, tenant_id, livemode, events, since in (
-            Subscription.objects.filter(status=SubscriptionStatus.ACTIVE, updated_at__lte=newest)
-            .values_list("id", "tenant_id", "livemode", "events", "updated_at")):
-        groups.setdefault((tenant_id, livemode), []).append((Surface.V1, pk, events, since))
-    for pk, tenant_id, livemode, events, since in (
-            LegacyWebhook.objects.filter(active=True, updated_at__lte=newest)
-            .values_list("id", "tenant_id", "livemode", "events", "updated_at")):
-        groups.setdefault((tenant_id, livemode), []).append((Surface.LEGACY, pk, events, since))
-
     rows: list[Delivery] = []
-    for (tenant_id, livemode), receivers in groups.items():
-        types = {t for _, _, events, _ in receivers for t in events}
-        oldest = max(now - CATCH_UP_WINDOW, min(since for *_, since in receivers))
-        recent = list(Event.objects.filter(
-            tenant_id=tenant_id, livemode=livemode, type__in=types,
-            occurred_at__gte=oldest, occurred_at__lte=newest,
-        ).values_list("id", "type", "occurred_at"))
-        if not recent:
-            continue
-        existing = {(e, s or w) for e, s, w in Delivery.objects.filter(
-            event_id__in=[event_id for event_id, _, _ in recent],
-        ).values_list("event_id", "subscription_id", "legacy_webhook_id")}
-        for event_id, event_type, occurred_at in recent:
-            for surface, receiver_id, events, since in receivers:
-                if (event_type in events and since <= occurred_at
-                        and (event_id, receiver_id) not in existing):
-                    rows.append(_delivery_row(tenant_id=tenant_id, livemode=livemode,
-                                              event_id=event_id, surface=surface,
-                                              receiver_id=receiver_id, now=now))
+    for (tenant_id, livemode), receivers in _receivers_by_owner(newest).items():
+        rows += _missing_deliveries(tenant_id, livemode, receivers, now=now, newest=newest)
     if not rows:
         return 0
     with transaction.atomic():
@@ -314,6 +296,52 @@ def deliveries_catch_up(*, now: datetime | None = None) -> int:
     logger.warning("Webhook fan-out caught up %s deliveries whose events' hooks never ran",
                    len(rows))
     return len(rows)
+
+
+_Receiver = tuple[str, uuid.UUID, list[str], datetime]  # surface, id, event types, since
+
+
+def _receivers_by_owner(newest: datetime) -> dict[tuple[uuid.UUID, bool], list[_Receiver]]:
+    """The active receivers unchanged since ``newest``, by tenant and mode."""
+    groups: dict[tuple[uuid.UUID, bool], list[_Receiver]] = {}
+    for surface, receivers in (
+            (Surface.V1, Subscription.objects.filter(status=SubscriptionStatus.ACTIVE)),
+            (Surface.LEGACY, LegacyWebhook.objects.filter(active=True))):
+        for pk, tenant_id, livemode, types, since in (
+                receivers.filter(updated_at__lte=newest)
+                .values_list("id", "tenant_id", "livemode", "events", "updated_at")):
+            groups.setdefault((tenant_id, livemode), []).append((surface, pk, types, since))
+    return groups
+
+
+def _missing_deliveries(tenant_id: uuid.UUID, livemode: bool, receivers: list[_Receiver], *,
+                        now: datetime, newest: datetime) -> list[Delivery]:
+    """The deliveries the receivers of one tenant and mode should have had and have not."""
+    types = {t for _, _, subscribed, _ in receivers for t in subscribed}
+    oldest = max(now - CATCH_UP_WINDOW, min(since for *_, since in receivers))
+    recent = list(Event.objects.filter(tenant_id=tenant_id, livemode=livemode, type__in=types,
+                                       occurred_at__gte=oldest, occurred_at__lte=newest))
+    existing = _delivered_already(recent)
+    return [_delivery_row(tenant_id=tenant_id, livemode=livemode, event_id=event.pk,
+                          surface=receiver[0], receiver_id=receiver[1], now=now)
+            for event in recent for receiver in receivers
+            if (event.pk, receiver[1]) not in existing and _owed(event, receiver)]
+
+
+def _delivered_already(recent: list[Event]) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    """(event id, receiver id) of the deliveries that exist for these events."""
+    if not recent:
+        return set()
+    rows = Delivery.objects.filter(event_id__in=[event.pk for event in recent]).values_list(
+        "event_id", "subscription_id", "legacy_webhook_id")
+    return {(event_id, subscription_id or legacy_id)
+            for event_id, subscription_id, legacy_id in rows}
+
+
+def _owed(event: Event, receiver: _Receiver) -> bool:
+    """Whether the receiver, as it is, was there for the event and subscribes to it."""
+    surface, _, subscribed, since = receiver
+    return event.type in subscribed and since <= event.occurred_at and _delivers(event, surface)
 
 
 def _delivery_row(*, tenant_id: uuid.UUID, livemode: bool, event_id: uuid.UUID, surface: str,

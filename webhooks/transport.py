@@ -63,31 +63,40 @@ def allow_private() -> bool:
 
 def is_public(address: IPAddress) -> bool:
     """Whether a webhook may connect to ``address``: a public unicast Internet address."""
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or address.sixtofour
-        if embedded is not None:
-            return is_public(embedded)
-        if address.teredo is not None:
-            return is_public(address.teredo[1])
-        if address in _NAT64:
-            return is_public(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-    if (address.is_private or address.is_loopback or address.is_link_local
-            or address.is_multicast or address.is_reserved or address.is_unspecified):
+    embedded = _embedded_ipv4(address)
+    if embedded is not None:
+        return is_public(embedded)
+    if _is_special_purpose(address):
         return False
     if isinstance(address, ipaddress.IPv4Address) and any(address in n for n in _NON_PUBLIC_V4):
         return False
     return address.is_global
 
 
+def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one leads to (IPv4-mapped, 6to4, Teredo's client, NAT64)."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    embedded = address.ipv4_mapped or address.sixtofour
+    if embedded is not None:
+        return embedded
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def _is_special_purpose(address: IPAddress) -> bool:
+    return (address.is_private or address.is_loopback or address.is_link_local
+            or address.is_multicast or address.is_reserved or address.is_unspecified)
+
+
 def parse_url(url: str) -> SplitResult:
     """The URL's parts, if its shape may receive webhooks (scheme, host, no credentials)."""
     if len(url) > MAX_URL_LENGTH:
         raise TargetRefused(f"At most {MAX_URL_LENGTH} characters.", code="too_long")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError on a malformed port
-    except ValueError:
-        raise TargetRefused("Not a valid URL.") from None
+    parts = _split(url)
     schemes = ("https", "http") if allow_http() else ("https",)
     if parts.scheme not in schemes:
         raise TargetRefused("Webhook URLs must use https." if parts.scheme == "http"
@@ -98,6 +107,15 @@ def parse_url(url: str) -> SplitResult:
         raise TargetRefused("Credentials in the URL are not allowed; deliveries are signed.")
     if any(c.isspace() for c in url):
         raise TargetRefused("The URL contains whitespace.")
+    return parts
+
+
+def _split(url: str) -> SplitResult:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError on a malformed port
+    except ValueError:
+        raise TargetRefused("Not a valid URL.") from None
     return parts
 
 
@@ -212,18 +230,43 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
     except TargetRefused as exc:
         return Outcome(None, elapsed_ms(), error=f"Refused: {exc.message}")
 
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
+    path = _request_path(parts)
     remaining = timeout - (time.monotonic() - started)  # resolution counts against the timeout
     if remaining <= 0:
         return Outcome(None, elapsed_ms(), error=_timeout_message(timeout))
     conn = _PinnedConnection(parts.hostname, port, address=addresses[0], timeout=remaining,
                              tls_context=_tls_context() if parts.scheme == "https" else None)
+    watchdog, timed_out = _start_watchdog(conn, remaining)
+    remote = str(addresses[0])
+    try:
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            response = conn.getresponse()
+        except (TargetRefused, OSError, http.client.HTTPException) as exc:
+            return Outcome(None, elapsed_ms(), error=_failure(exc, timeout=timeout, timed_out=timed_out),
+                           remote_address=remote)
+        if timed_out.is_set():
+            return Outcome(None, elapsed_ms(), error=_timeout_message(timeout), remote_address=remote)
+        return _answered(response, duration=elapsed_ms(), remote=remote)
+    finally:
+        watchdog.cancel()
+        conn.close()
+
+
+def _request_path(parts: SplitResult) -> str:
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return path
+
+
+def _start_watchdog(conn: _PinnedConnection, seconds: float) -> tuple[threading.Timer, threading.Event]:
+    """A timer that ends the exchange after ``seconds`` (the deadline is the whole exchange's,
+    not one read's), and the event that says it did."""
     timed_out = threading.Event()
 
     def abort() -> None:
-        # Wakes a worker blocked in connect/recv: the deadline is the whole exchange's.
+        # Wakes a worker blocked in connect/recv.
         timed_out.set()
         # After the TLS handshake the raw socket is detached into conn.sock.
         sock = conn.sock or conn.raw_socket
@@ -231,48 +274,44 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
-    watchdog = threading.Timer(remaining, abort)
+    watchdog = threading.Timer(seconds, abort)
     watchdog.daemon = True
     watchdog.start()
-    remote = str(addresses[0])
+    return watchdog, timed_out
+
+
+def _failure(exc: Exception, *, timeout: float, timed_out: threading.Event) -> str:
+    """What the attempt records when sending the request or reading the answer's head failed."""
+    if isinstance(exc, TargetRefused):
+        return f"Refused: {exc.message}"
+    if isinstance(exc, TimeoutError):
+        return _timeout_message(timeout)
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS error: {exc}"[:500]
+    if isinstance(exc, ConnectionRefusedError):
+        return "Connection refused."
+    if timed_out.is_set():
+        return _timeout_message(timeout)
+    kind = "Invalid HTTP answer" if isinstance(exc, http.client.HTTPException) else \
+        "Connection failed"
+    return f"{kind}: {exc!r}"[:500]
+
+
+def _answered(response: http.client.HTTPResponse, *, duration: int, remote: str) -> Outcome:
+    """The outcome of an answer that came; its body is only read for the record."""
+    status = response.status
     try:
-        try:
-            conn.request("POST", path, body=body, headers=headers)
-            response = conn.getresponse()
-        except TargetRefused as exc:
-            return Outcome(None, elapsed_ms(), error=f"Refused: {exc.message}", remote_address=remote)
-        except TimeoutError:
-            return Outcome(None, elapsed_ms(), error=_timeout_message(timeout), remote_address=remote)
-        except ssl.SSLError as exc:
-            return Outcome(None, elapsed_ms(), error=f"TLS error: {exc}"[:500], remote_address=remote)
-        except ConnectionRefusedError:
-            return Outcome(None, elapsed_ms(), error="Connection refused.", remote_address=remote)
-        except (OSError, http.client.HTTPException) as exc:
-            if timed_out.is_set():
-                return Outcome(None, elapsed_ms(), error=_timeout_message(timeout),
-                               remote_address=remote)
-            kind = "Invalid HTTP answer" if isinstance(exc, http.client.HTTPException) else \
-                "Connection failed"
-            return Outcome(None, elapsed_ms(), error=f"{kind}: {exc!r}"[:500], remote_address=remote)
-        if timed_out.is_set():
-            return Outcome(None, elapsed_ms(), error=_timeout_message(timeout), remote_address=remote)
-        status = response.status
-        duration = elapsed_ms()  # the answer came: its body is only read for the record
-        try:
-            raw = response.read(_READ_BYTES)
-        except (OSError, http.client.HTTPException):
-            raw = b""
-        excerpt = raw.decode("utf-8", errors="replace")[:EXCERPT_CHARS]
-        error = ""
-        if 300 <= status < 400:
-            location = response.getheader("Location") or "nowhere"
-            error = f"Redirect ({status} to {location[:200]}) not followed."
-        elif not 200 <= status < 300:
-            error = f"The receiver answered {status}."
-        return Outcome(status, duration, error=error, excerpt=excerpt, remote_address=remote)
-    finally:
-        watchdog.cancel()
-        conn.close()
+        raw = response.read(_READ_BYTES)
+    except (OSError, http.client.HTTPException):
+        raw = b""
+    excerpt = raw.decode("utf-8", errors="replace")[:EXCERPT_CHARS]
+    error = ""
+    if 300 <= status < 400:
+        location = response.getheader("Location") or "nowhere"
+        error = f"Redirect ({status} to {location[:200]}) not followed."
+    elif not 200 <= status < 300:
+        error = f"The receiver answered {status}."
+    return Outcome(status, duration, error=error, excerpt=excerpt, remote_address=remote)
 
 
 def _timeout_message(timeout: float) -> str:

@@ -1,2 +1,2 @@
-"""The embeddable chat widget (``/widget.js``), its public configuration (``/api/widget``), and
-the sales staff's dashboard pages. Filled by the widget and dashboard issue."""
+"""The embeddable chat widget (``/widget.js``), its public configuration (``/api/widget``) and
+its look (``WidgetSettings``). The staff's pages are the ``dashboard`` app."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from config.errors import FieldError, Unprocessable
+from core.errors import FieldError, Unprocessable
 from tenants.models import Tenant
 
 from .models import (
@@ -44,6 +44,20 @@ def widget_settings_update(*, tenant: Tenant, title: str, greeting: str, positio
                            primary_color: str, text_color: str) -> WidgetSettings:
     """Sets how the tenant's widget looks and greets; the next widget load shows it."""
     title, greeting = (title or "").strip(), (greeting or "").strip()
+    details = _widget_settings_errors(title=title, greeting=greeting, position=position,
+                                      primary_color=primary_color, text_color=text_color)
+    if details:
+        raise Unprocessable("The widget settings were not saved.", details=details)
+    row, _ = WidgetSettings.objects.select_for_update().get_or_create(tenant=tenant)
+    row.title, row.greeting, row.position = title, greeting, position
+    row.primary_color, row.text_color = primary_color.lower(), text_color.lower()
+    row.updated_at = timezone.now()
+    row.save()
+    return row
+
+
+def _widget_settings_errors(*, title: str, greeting: str, position: str, primary_color: str,
+                            text_color: str) -> list[FieldError]:
     details = []
     if not title:
         details.append(FieldError("title", "required", "The widget needs a title."))
@@ -56,11 +70,4 @@ def widget_settings_update(*, tenant: Tenant, title: str, greeting: str, positio
     for name, value in (("primary_color", primary_color), ("text_color", text_color)):
         if not HEX_COLOUR.regex.match(value or ""):
             details.append(FieldError(name, "invalid_format", "A colour as #rrggbb."))
-    if details:
-        raise Unprocessable("The widget settings were not saved.", details=details)
-    row, _ = WidgetSettings.objects.select_for_update().get_or_create(tenant=tenant)
-    row.title, row.greeting, row.position = title, greeting, position
-    row.primary_color, row.text_color = primary_color.lower(), text_color.lower()
-    row.updated_at = timezone.now()
-    row.save()
-    return row
+    return details

@@ -13,9 +13,9 @@ from rest_framework.response import Response
 
 from config.api.schema import legacy_errors
 from config.api.views import LegacyViewSet
+from core.models import Event
 
 from .. import selectors
-from ..models import Event
 
 _Overview = inline_serializer(name="LegacyAnalyticsOverview", fields={
     "overview": inline_serializer(name="LegacyAnalyticsOverviewFigures", fields={
@@ -46,15 +46,15 @@ class LegacyAnalyticsViewSet(LegacyViewSet):
     @extend_schema(operation_id="legacy_analytics_overview", responses={200: _Overview,
                                                                         **legacy_errors()})
     def overview(self, request):
-        return Response({"overview": selectors.legacy_overview(**self.scope_kwargs())})
+        return Response({"overview": selectors.legacy_overview(**self.owner())})
 
     @extend_schema(operation_id="legacy_analytics_funnel", responses={200: _Funnel,
                                                                       **legacy_errors()})
     def funnel(self, request):
-        return Response({"funnel": selectors.legacy_funnel(**self.scope_kwargs())})
+        return Response({"funnel": selectors.legacy_funnel(**self.owner())})
 
     @extend_schema(operation_id="legacy_analytics_activity", responses={200: _Activity,
                                                                         **legacy_errors()})
     def activity(self, request):
         return Response({"activity": selectors.legacy_activity(
-            **self.scope_kwargs(), today=timezone.now().date())})
+            **self.owner(), today=timezone.now().date())})

@@ -16,18 +16,21 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from config.api.fields import PrefixedIdField, TimestampField, format_timestamp
-from config.api.ids import encode
-from config.api.pagination import paginate
+from config.api.fields import PrefixedIdField, TimestampField
 from config.api.query import DateOrDateTimeField, PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
-from config.errors import FieldError, Unprocessable
 from conversations.models import Channel
+from core.errors import FieldError, Unprocessable
+from core.events import payload
+from core.ids import encode
+from core.models import Event
+from core.pagination import paginate
+from core.timestamps import format_timestamp
 from leads.vocabulary import LeadSource
 
 from .. import selectors
-from ..models import ACTIVITY_TYPES, Event
+from ..models import ACTIVITY_TYPES
 
 ACTIVITY_TYPE_VALUES = sorted(ACTIVITY_TYPES)
 DEFAULT_DAYS = 30
@@ -138,7 +141,7 @@ def activity_event(event: Event) -> dict[str, Any]:
         "leadId": encode("lead", event.lead_id),
         "conversationId": encode("conv", event.conversation_id),
         "description": event.description,
-        "metadata": event.data,
+        "metadata": payload(event, "v1"),
         "occurredAt": format_timestamp(event.occurred_at),
     }
 
@@ -222,7 +225,7 @@ class AnalyticsViewSet(V1ViewSet):
     def overview(self, request):
         query = parse_query(request, OverviewQuery)
         return Response(selectors.analytics_overview(
-            **self.scope_kwargs(), period=resolve_period(query),
+            **self.owner(), period=resolve_period(query),
             granularity=query["granularity"], compare_with=query.get("compareWith")))
 
     @extend_schema(
@@ -237,7 +240,7 @@ class AnalyticsViewSet(V1ViewSet):
     def funnel(self, request):
         query = parse_query(request, FunnelQuery)
         return Response(selectors.analytics_funnel(
-            **self.scope_kwargs(), period=resolve_period(query),
+            **self.owner(), period=resolve_period(query),
             channel=query.get("channel"), source=query.get("source")))
 
     @extend_schema(

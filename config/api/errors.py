@@ -8,7 +8,8 @@ each surface renders it: v1 as ``{"error": {code, message, details?, doc_url}}``
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -17,8 +18,8 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from config import errors as domain
 from config.middleware import request_id_var
+from core import errors as domain
 
 logger = logging.getLogger("salesagent.api")
 
@@ -74,25 +75,36 @@ class Problem:
 
 def flatten_validation(detail: Any, prefix: str = "") -> list[dict[str, str]]:
     """DRF's nested error structure as ``[{field, code, message}]`` with dotted field paths."""
-    out: list[dict[str, str]] = []
     if isinstance(detail, dict):
-        for key, value in detail.items():
-            name = "" if key in ("non_field_errors", "__all__") else str(key)
-            path = f"{prefix}.{name}" if prefix and name else (prefix or name)
-            out.extend(flatten_validation(value, path))
-    elif isinstance(detail, list):
-        for index, value in enumerate(detail):
-            if isinstance(value, (dict, list)):
-                out.extend(flatten_validation(value, f"{prefix}[{index}]"))
-            else:
-                out.extend(flatten_validation(value, prefix))
-    else:
-        code = getattr(detail, "code", None) or "invalid_format"
-        out.append({
-            "field": prefix or "body",
-            "code": _DETAIL_CODES.get(code, "invalid_format"),
-            "message": str(detail),
-        })
+        return _flatten_fields(detail, prefix)
+    if isinstance(detail, list):
+        return _flatten_items(detail, prefix)
+    code = getattr(detail, "code", None) or "invalid_format"
+    return [{
+        "field": prefix or "body",
+        "code": _DETAIL_CODES.get(code, "invalid_format"),
+        "message": str(detail),
+    }]
+
+
+def _flatten_fields(detail: dict, prefix: str) -> list[dict[str, str]]:
+    """The errors of each field, under ``prefix.field`` (errors of the whole object under
+    ``prefix``)."""
+    out: list[dict[str, str]] = []
+    for key, value in detail.items():
+        name = "" if key in ("non_field_errors", "__all__") else str(key)
+        path = f"{prefix}.{name}" if prefix and name else (prefix or name)
+        out.extend(flatten_validation(value, path))
+    return out
+
+
+def _flatten_items(detail: list, prefix: str) -> list[dict[str, str]]:
+    """A list of errors of ``prefix``, or the errors of the items of a list, under
+    ``prefix[index]``."""
+    out: list[dict[str, str]] = []
+    for index, value in enumerate(detail):
+        path = f"{prefix}[{index}]" if isinstance(value, (dict, list)) else prefix
+        out.extend(flatten_validation(value, path))
     return out
 
 
@@ -106,60 +118,84 @@ def _summary(details: list[dict[str, str]], fallback: str) -> str:
 
 def to_problem(exc: Exception, *, surface: str) -> Problem:
     """What went wrong, independent of how the surface shows it."""
-    status_of = V1_STATUS if surface == "v1" else LEGACY_STATUS
-
     if isinstance(exc, domain.ServiceError):
-        details = [d.as_dict() for d in exc.details]
-        message = exc.message
-        if surface == "legacy" and getattr(exc, "legacy_message", None):
-            # The legacy envelope is one string: an error that names a record (a duplicate
-            # lead's id) says so in the legacy form there.
-            message = exc.legacy_message
-        if details and isinstance(exc, (domain.InvalidRequest, domain.Unprocessable)):
-            message = f"{exc.message} {_summary(details, '')}".strip()
-        problem = Problem(status_of[exc.kind], exc.kind, message, details, dict(exc.extra))
-        if isinstance(exc, domain.RateLimited):
-            problem.headers = {"Retry-After": str(exc.retry_after),
-                               "X-RateLimit-RetryAfter": str(exc.retry_after)}
-        return problem
-    if isinstance(exc, drf.ValidationError):
-        details = flatten_validation(exc.detail)
-        return Problem(400, "invalid_request", _summary(details, "The request is invalid."), details)
-    if isinstance(exc, drf.ParseError):
-        return Problem(400, "invalid_request", f"Malformed request body: {exc.detail}")
-    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
-        return Problem(401, "unauthorized", str(exc.detail),
-                       headers={"WWW-Authenticate": 'Bearer realm="api"'})
-    if isinstance(exc, (drf.PermissionDenied, DjangoPermissionDenied)):
-        message = str(getattr(exc, "detail", "") or "You do not have permission to do this.")
-        return Problem(403, "forbidden", message)
-    if isinstance(exc, (drf.NotFound, Http404)):
-        return Problem(404, "not_found", "The requested resource does not exist.")
-    if isinstance(exc, drf.MethodNotAllowed):
-        return Problem(405, "invalid_request", str(exc.detail))
-    if isinstance(exc, drf.NotAcceptable):
-        return Problem(406, "invalid_request", str(exc.detail))
-    if isinstance(exc, drf.UnsupportedMediaType):
-        return Problem(415, "invalid_request",
-                       f"{exc.detail} Send the body as application/json.")
-    if isinstance(exc, RequestDataTooBig):
-        return Problem(413, "invalid_request", "The request body is too large.")
-    if isinstance(exc, SuspiciousOperation):
-        return Problem(400, "invalid_request", "The request was rejected as malformed.")
-    if isinstance(exc, drf.Throttled):
-        wait = int(exc.wait or 1)
-        return Problem(429, "rate_limit_exceeded", "Too many requests.", extra={"retryAfter": wait},
-                       headers={"Retry-After": str(wait), "X-RateLimit-RetryAfter": str(wait)})
-    if isinstance(exc, drf.APIException):
-        code = "internal_error" if exc.status_code >= 500 else "invalid_request"
-        return Problem(exc.status_code, code, str(exc.detail))
+        return _service_problem(exc, surface=surface)
+    for kinds, problem in _PROBLEMS:
+        if isinstance(exc, kinds):
+            return problem(exc)
+    return _unexpected_problem(exc)
 
+
+def _service_problem(exc: domain.ServiceError, *, surface: str) -> Problem:
+    status_of = V1_STATUS if surface == "v1" else LEGACY_STATUS
+    details = [d.as_dict() for d in exc.details]
+    message = exc.message
+    if surface == "legacy" and getattr(exc, "legacy_message", None):
+        # The legacy envelope is one string: an error that names a record (a duplicate
+        # lead's id) says so in the legacy form there.
+        message = exc.legacy_message
+    if details and isinstance(exc, (domain.InvalidRequest, domain.Unprocessable)):
+        message = f"{exc.message} {_summary(details, '')}".strip()
+    problem = Problem(status_of[exc.kind], exc.kind, message, details, dict(exc.extra))
+    if isinstance(exc, domain.RateLimited):
+        problem.headers = {"Retry-After": str(exc.retry_after),
+                           "X-RateLimit-RetryAfter": str(exc.retry_after)}
+    return problem
+
+
+def _invalid_problem(exc: drf.ValidationError) -> Problem:
+    details = flatten_validation(exc.detail)
+    return Problem(400, "invalid_request", _summary(details, "The request is invalid."), details)
+
+
+def _forbidden_problem(exc: Exception) -> Problem:
+    message = str(getattr(exc, "detail", "") or "You do not have permission to do this.")
+    return Problem(403, "forbidden", message)
+
+
+def _throttled_problem(exc: drf.Throttled) -> Problem:
+    wait = int(exc.wait or 1)
+    return Problem(429, "rate_limit_exceeded", "Too many requests.", extra={"retryAfter": wait},
+                   headers={"Retry-After": str(wait), "X-RateLimit-RetryAfter": str(wait)})
+
+
+def _api_problem(exc: drf.APIException) -> Problem:
+    code = "internal_error" if exc.status_code >= 500 else "invalid_request"
+    return Problem(exc.status_code, code, str(exc.detail))
+
+
+def _unexpected_problem(exc: Exception) -> Problem:
     request_id = request_id_var.get()
     logger.error("Unhandled exception (request %s)", request_id, exc_info=exc)
     return Problem(500, "internal_error",
                    "An unexpected error occurred; retry with backoff. "
                    f"Quote request id {request_id} when reporting it.",
                    extra={"requestId": request_id})
+
+
+# The exceptions of DRF and Django and the problem each one is, tried in this order: a
+# subclass comes before its base (RequestDataTooBig is a SuspiciousOperation, and every DRF
+# exception an APIException).
+_PROBLEMS: tuple[tuple[type | tuple[type, ...], Callable[[Any], Problem]], ...] = (
+    (drf.ValidationError, _invalid_problem),
+    (drf.ParseError,
+     lambda exc: Problem(400, "invalid_request", f"Malformed request body: {exc.detail}")),
+    ((drf.NotAuthenticated, drf.AuthenticationFailed),
+     lambda exc: Problem(401, "unauthorized", str(exc.detail),
+                         headers={"WWW-Authenticate": 'Bearer realm="api"'})),
+    ((drf.PermissionDenied, DjangoPermissionDenied), _forbidden_problem),
+    ((drf.NotFound, Http404),
+     lambda exc: Problem(404, "not_found", "The requested resource does not exist.")),
+    (drf.MethodNotAllowed, lambda exc: Problem(405, "invalid_request", str(exc.detail))),
+    (drf.NotAcceptable, lambda exc: Problem(406, "invalid_request", str(exc.detail))),
+    (drf.UnsupportedMediaType,
+     lambda exc: Problem(415, "invalid_request", f"{exc.detail} Send the body as application/json.")),
+    (RequestDataTooBig, lambda exc: Problem(413, "invalid_request", "The request body is too large.")),
+    (SuspiciousOperation,
+     lambda exc: Problem(400, "invalid_request", "The request was rejected as malformed.")),
+    (drf.Throttled, _throttled_problem),
+    (drf.APIException, _api_problem),
+)
 
 
 def doc_url(request, code: str) -> str:
@@ -191,13 +227,27 @@ def _response(problem: Problem, body: dict[str, Any]) -> Response:
     return Response(body, status=problem.status, headers=problem.headers)
 
 
+def _in_view_terms(exc: Exception, view: Any) -> Exception:
+    """A service's field errors under the names the view's surface gives those fields
+    (``custom_fields`` is v1's ``customFields`` and legacy's ``metadata``)."""
+    names = getattr(view, "field_names", None)
+    if names and isinstance(exc, domain.ServiceError):
+        exc.details = [replace(d, field=_renamed(d.field, names)) for d in exc.details]
+    return exc
+
+
+def _renamed(path: str, names: dict[str, str]) -> str:
+    head, sep, rest = path.partition(".")
+    return names.get(head, head) + sep + rest
+
+
 def v1_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    problem = to_problem(exc, surface="v1")
+    problem = to_problem(_in_view_terms(exc, context.get("view")), surface="v1")
     return _response(problem, v1_body(problem, context.get("request")))
 
 
 def legacy_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    problem = to_problem(exc, surface="legacy")
+    problem = to_problem(_in_view_terms(exc, context.get("view")), surface="legacy")
     return _response(problem, legacy_body(problem, context.get("request")))
 
 

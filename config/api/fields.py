@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from django.core import validators as django_validators
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from . import ids
-
-
-def format_timestamp(value: datetime | None) -> str | None:
-    """ISO 8601, UTC, milliseconds, ``Z``: ``2026-11-21T09:30:00.000Z``."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+from core import ids
+from core.timestamps import format_timestamp
 
 
 @extend_schema_field({"type": "string", "format": "date-time", "example": "2026-11-21T09:30:00.000Z"})
@@ -42,3 +35,41 @@ class PrefixedIdField(serializers.Field):
         if found is None:
             self.fail("invalid", prefix=self.prefix)
         return found
+
+
+# Validators that enforce a domain rule rather than a shape: lengths, ranges, email validity.
+_RULE_VALIDATORS = (django_validators.MaxLengthValidator, django_validators.MinLengthValidator,
+                    django_validators.MaxValueValidator, django_validators.MinValueValidator,
+                    django_validators.EmailValidator)
+
+
+class StatedRules:
+    """Mixed into a serializer field: the field checks only type and shape. The limits it is
+    built with (``max_length``, ``min_value``, an email format) stay in its validators, which
+    drf-spectacular reads for the OpenAPI schema, but are not run: the service behind the
+    endpoint, which owns those rules for every caller, enforces them (docs/decisions.md,
+    "Validation is written once")."""
+
+    def run_validators(self, value):
+        stated = self.validators
+        self.validators = [v for v in stated if not isinstance(v, _RULE_VALIDATORS)]
+        try:
+            super().run_validators(value)
+        finally:
+            self.validators = stated
+
+
+class StatedCharField(StatedRules, serializers.CharField):
+    pass
+
+
+class StatedEmailField(StatedRules, serializers.EmailField):
+    pass
+
+
+class StatedIntegerField(StatedRules, serializers.IntegerField):
+    pass
+
+
+class StatedListField(StatedRules, serializers.ListField):
+    pass

@@ -15,7 +15,7 @@ from django.http import HttpResponse
 
 from apikeys import services
 from apikeys.models import IdempotencyKey
-from config import errors as domain
+from core import errors as domain
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255

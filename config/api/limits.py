@@ -3,7 +3,7 @@
 The order of ``initial()``: the transport check (HTTPS on v1) and authentication first; then the
 limiter counts the request, per key when a key authenticated it and per client address when none
 did (so a 401 is counted and carries headers too); then DRF's own ``initial()`` (permissions,
-whose 403 is therefore counted as well). A refusal raises :class:`config.errors.RateLimited`,
+whose 403 is therefore counted as well). A refusal raises :class:`core.errors.RateLimited`,
 which each surface's exception handler renders as its 429.
 
 ``finalize_response()`` adds the binding limit's ``X-RateLimit-*`` headers and gives back the
@@ -12,7 +12,7 @@ concurrency slot, or hands it to the stream of a streaming response.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -87,38 +87,45 @@ class RateLimitMixin:
         super().initial(request, *args, **kwargs)
 
     def enforce_rate_limits(self, request, caller: Caller | None, *, failing: bool = False) -> None:
-        # The hooks may read the body. When it is broken, count the request in the bucket the
-        # class declares (and without a tenant), then fail the way the view would have.
-        deferred: Exception | None = None
-        try:
-            bucket = self.get_rate_limit_bucket(request)
-        except Exception as exc:
-            bucket, deferred = RateLimitMixin.get_rate_limit_bucket(self, request), exc
-        if bucket not in ratelimit.BUCKETS:
-            raise ImproperlyConfigured(f"{type(self).__name__} chose unknown bucket {bucket!r}")
-
-        slots = None
-        if caller is not None and self.surface == "v1":
-            limits = policy.v1_limits(caller, bucket if bucket in ratelimit.V1_BUCKETS else "default")
-            slots = policy.v1_slots(caller)
-        elif caller is not None:
-            limits = policy.legacy_limits(caller)
-        elif bucket in ratelimit.PUBLIC_BUCKETS:
-            tenant = None
-            try:
-                tenant = self.rate_limit_tenant(request)
-            except Exception as exc:
-                deferred = deferred or exc
-            limits = policy.public_limits(bucket, ratelimit.client_address(request), tenant)
-        else:
-            limits = policy.anonymous_limits(ratelimit.client_address(request))
-
+        bucket, deferred = self._chosen_bucket(request)
+        limits, slots, tenant_error = self._limits_for(request, caller, bucket)
         decision = ratelimit.check(limits, slots=slots)
         self.rate_limit = decision
         if decision is not None and not decision.allowed:
             raise decision.error()
+        deferred = deferred or tenant_error
         if deferred is not None and not failing:
             raise deferred
+
+    def _chosen_bucket(self, request) -> tuple[str, Exception | None]:
+        """The request's bucket, and the error that choosing it raised, if any. The hook may read
+        the body: when that is broken the request is counted in the bucket the class declares,
+        and fails the way the view would have once it has been counted."""
+        try:
+            bucket, error = self.get_rate_limit_bucket(request), None
+        except Exception as exc:
+            bucket, error = RateLimitMixin.get_rate_limit_bucket(self, request), exc
+        if bucket not in ratelimit.BUCKETS:
+            raise ImproperlyConfigured(f"{type(self).__name__} chose unknown bucket {bucket!r}")
+        return bucket, error
+
+    def _limits_for(self, request, caller: Caller | None, bucket: str) -> tuple[
+            Sequence[ratelimit.Limit], ratelimit.Slots | None, Exception | None]:
+        """The limits and concurrency slots that apply (docs/rate-limits.md), and the error of the
+        public tenant hook, if it raised (the request is then counted without a tenant)."""
+        if caller is not None and self.surface == "v1":
+            v1_bucket = bucket if bucket in ratelimit.V1_BUCKETS else "default"
+            return policy.v1_limits(caller, v1_bucket), policy.v1_slots(caller), None
+        if caller is not None:
+            return policy.legacy_limits(caller), None, None
+        address = ratelimit.client_address(request)
+        if bucket not in ratelimit.PUBLIC_BUCKETS:
+            return policy.anonymous_limits(address), None, None
+        try:
+            tenant, error = self.rate_limit_tenant(request), None
+        except Exception as exc:
+            tenant, error = None, exc
+        return policy.public_limits(bucket, address, tenant), None, error
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import exceptions, permissions
 
 from apikeys.authentication import Caller
-from apikeys.models import Scope
+from apikeys.models import Scope, scope_allows
 
 # The specification's scope table: read GET; write GET POST PATCH; admin everything.
 METHOD_SCOPE = {
@@ -17,7 +17,6 @@ METHOD_SCOPE = {
     "PUT": Scope.WRITE,
     "DELETE": Scope.ADMIN,
 }
-_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
 
 
 def required_scope(view, method: str) -> str:
@@ -26,7 +25,7 @@ def required_scope(view, method: str) -> str:
     floor = getattr(view, "min_scope", None)
     if isinstance(floor, dict):
         floor = floor.get(method) or floor.get(getattr(view, "action", None) or "")
-    if floor and _RANK[floor] > _RANK[needed]:
+    if floor and not scope_allows(needed, floor):
         needed = floor
     return needed
 

@@ -210,34 +210,47 @@ def document_limits(result: dict, generator, request, public) -> dict:
     used: set[str] = set()
     for path, item in result.get("paths", {}).items():
         v1 = path.startswith("/api/v1/")
-        error_schema = "V1Error" if v1 else "LegacyError"
         for method, operation in item.items():
-            if method not in _METHODS:
-                continue
-            responses = operation.setdefault("responses", {})
-            responses.setdefault("429", _error_response(
-                error_schema, "rate_limit_exceeded" if v1 else "{error: description}"))
-            is_v1_post = v1 and method == "post"
-            if is_v1_post:
-                params = operation.setdefault("parameters", [])
-                if not any(p.get("name") == "Idempotency-Key" for p in params):
-                    params.append(dict(_IDEMPOTENCY_KEY))
-                for status, description in _V1_POST_ERRORS.items():
-                    responses.setdefault(str(status), _error_response("V1Error", description))
-            for status, response in responses.items():
-                response_headers = response.setdefault("headers", {})
-                names = list(_ALWAYS)
-                if status == "429":
-                    names += _ON_429
-                if is_v1_post and status != "429" and not status.startswith("5"):
-                    names.append("Idempotent-Replayed")
-                for name in names:
-                    if status == "429" and name != "X-RateLimit-Policy":
-                        # A refusal always says which limit and when to come back.
-                        response_headers[name] = {**_HEADERS[name], "required": True}
-                    else:
-                        response_headers.setdefault(name, _ref(name))
-                        used.add(name)
+            if method in _METHODS:
+                used |= _document_operation(operation, v1=v1, post=method == "post")
     for name in sorted(used):
         headers[name] = _HEADERS[name]
     return result
+
+
+def _document_operation(operation: dict, *, v1: bool, post: bool) -> set[str]:
+    """Adds the 429 answer, on v1 POSTs the Idempotency-Key, and the headers of each answer;
+    returns the names of the headers it refers to."""
+    responses = operation.setdefault("responses", {})
+    responses.setdefault("429", _error_response(
+        "V1Error" if v1 else "LegacyError", "rate_limit_exceeded" if v1 else "{error: description}"))
+    idempotent = v1 and post
+    if idempotent:
+        params = operation.setdefault("parameters", [])
+        if not any(p.get("name") == "Idempotency-Key" for p in params):
+            params.append(dict(_IDEMPOTENCY_KEY))
+        for status, description in _V1_POST_ERRORS.items():
+            responses.setdefault(str(status), _error_response("V1Error", description))
+    used: set[str] = set()
+    for status, response in responses.items():
+        used |= _document_headers(response, status=status, idempotent=idempotent)
+    return used
+
+
+def _document_headers(response: dict, *, status: str, idempotent: bool) -> set[str]:
+    """Adds the headers an answer with ``status`` carries; returns the names it refers to."""
+    response_headers = response.setdefault("headers", {})
+    names = list(_ALWAYS)
+    if status == "429":
+        names += _ON_429
+    if idempotent and status != "429" and not status.startswith("5"):
+        names.append("Idempotent-Replayed")
+    used: set[str] = set()
+    for name in names:
+        if status == "429" and name != "X-RateLimit-Policy":
+            # A refusal always says which limit and when to come back.
+            response_headers[name] = {**_HEADERS[name], "required": True}
+        else:
+            response_headers.setdefault(name, _ref(name))
+            used.add(name)
+    return used

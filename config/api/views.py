@@ -24,9 +24,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from apikeys.authentication import AdminCookieAuthentication, BearerKeyAuthentication, Caller
-from config import errors as domain
+from core import errors as domain
+from core import ids
 
-from . import ids
 from .errors import legacy_exception_handler, v1_exception_handler
 from .idempotency import IdempotencyMixin
 from .limits import RateLimitMixin
@@ -80,6 +80,8 @@ class TenantScopedMixin:
     """
 
     queryset: QuerySet | None = None
+    # The services' field names -> this surface's, for error details (``config.api.errors``).
+    field_names: dict[str, str] = {}
     livemode_scoped = True
     id_prefix: str | None = None  # v1 ids; None means the legacy UUID form
     lookup_url_kwarg = "id"
@@ -121,7 +123,7 @@ class TenantScopedMixin:
         self.check_object_permissions(self.request, obj)
         return obj
 
-    def scope_kwargs(self) -> dict[str, Any]:
+    def owner(self) -> dict[str, Any]:
         """Tenant and mode for a service call, from the caller and nowhere else."""
         return {"tenant": self.caller.tenant, "livemode": self.caller.livemode}
 

@@ -23,7 +23,7 @@ How an endpoint takes part (docs/rate-limits.md has the whole story):
 - Concurrency: a v1 request holds one of its key's slots from ``initial()`` until its response
   is ready, or, for a ``StreamingHttpResponse``, until the stream ends or the client leaves. A
   streaming chat view therefore needs nothing more than to return its stream. Code outside the
-  DRF views uses ``async with concurrency.hold(caller): ...``.
+  DRF views takes a slot with ``aacquire`` and keeps it with ``concurrency.guard_stream``.
 """
 
 from .core import Decision, Limit, Slot, Slots, aacquire, acquire, check, counter_key, holders

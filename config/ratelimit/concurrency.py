@@ -1,12 +1,8 @@
-"""Holding a concurrency slot for as long as some work lasts, including an open stream.
+"""Holding a concurrency slot for as long as an open stream lasts.
 
 The v1 base view takes a slot for every request and gives it back when the response is ready;
 for a streaming response it hands the slot to :func:`guard_stream`, which keeps it (renewing its
-lease every third of the lease) until the stream ends or the client goes away. Code outside the
-DRF views that needs a slot uses :func:`hold`::
-
-    async with hold(caller):   # 429 (RateLimited) when the key's slots are all taken
-        ...
+lease every third of the lease) until the stream ends or the client goes away.
 """
 
 from __future__ import annotations
@@ -17,21 +13,20 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 
-from . import core, policy
+from . import core
 
 logger = logging.getLogger("salesagent.ratelimit")
 
 
 @contextlib.asynccontextmanager
-async def hold(caller) -> AsyncIterator[core.Slot]:
-    """Holds one of the caller's concurrency slots (v1 plan limit) for the body of the block,
-    renewing the lease while the block runs; raises RateLimited when none is free."""
-    slot = await core.aacquire(policy.v1_slots(caller))
-    keeper = asyncio.create_task(_keep_alive(slot))
+async def _kept(slot: core.Slot) -> AsyncIterator[core.Slot]:
+    """Renews ``slot``'s lease while the block runs and gives the slot back when it ends."""
+    keeper = asyncio.create_task(_keep_alive(slot)) if not slot.released else None
     try:
         yield slot
     finally:
-        keeper.cancel()
+        if keeper is not None:
+            keeper.cancel()
         await slot.arelease()
 
 
@@ -53,14 +48,9 @@ def guard_stream(slot: core.Slot, content: Iterable | AsyncIterator):
 
 
 async def _guard_async(slot: core.Slot, content: AsyncIterator) -> AsyncIterator:
-    keeper = asyncio.create_task(_keep_alive(slot)) if not slot.released else None
-    try:
+    async with _kept(slot):
         async for chunk in content:
             yield chunk
-    finally:
-        if keeper is not None:
-            keeper.cancel()
-        await slot.arelease()
 
 
 def _guard_sync(slot: core.Slot, content: Iterable) -> Iterator:

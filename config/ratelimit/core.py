@@ -21,7 +21,7 @@ from functools import cached_property
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from config.errors import RateLimited
+from core.errors import RateLimited
 
 from .store import GRACE_SECONDS, KEY_PREFIX, Counter, SlotClaim, StoreUnavailable, get_store, ttl_until
 
@@ -187,6 +187,15 @@ class Decision:
         )
 
 
+def _claim(slots: Slots | None, at: float) -> SlotClaim | None:
+    """What the store needs to take one of ``slots`` for a new holder, leased from ``at``."""
+    if slots is None:
+        return None
+    lease = float(settings.RATE_LIMIT_SLOT_LEASE_SECONDS)
+    return SlotClaim(key=slots_key(slots.identity), limit=slots.limit, holder=uuid.uuid4().hex,
+                     expires_at=at + lease, ttl=math.ceil(lease) + GRACE_SECONDS)
+
+
 def check(limits: Sequence[Limit], *, slots: Slots | None = None) -> Decision | None:
     """Admits (counting it against every limit, taking a slot) or refuses (changing nothing) one
     request. None when limits are off or the store is unreachable: the request then passes
@@ -195,11 +204,7 @@ def check(limits: Sequence[Limit], *, slots: Slots | None = None) -> Decision | 
         return None
     at = now()
     counters = [Counter(limit.key(at), limit.limit, ttl_until(limit.reset(at), at)) for limit in limits]
-    claim = None
-    if slots is not None:
-        lease = float(settings.RATE_LIMIT_SLOT_LEASE_SECONDS)
-        claim = SlotClaim(key=slots_key(slots.identity), limit=slots.limit, holder=uuid.uuid4().hex,
-                          expires_at=at + lease, ttl=math.ceil(lease) + GRACE_SECONDS)
+    claim = _claim(slots, at)
     try:
         outcome = get_store().hit(counters, claim, at)
     except StoreUnavailable:
@@ -239,5 +244,5 @@ async def aacquire(slots: Slots) -> Slot:
 
 
 def holders(identity: str) -> int:
-    """How many slots of ``identity`` are held now (for dashboards and tests)."""
+    """How many slots of ``identity`` are held now (what the tests of slots observe)."""
     return get_store().holders(slots_key(identity), now())

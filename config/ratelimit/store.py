@@ -14,6 +14,10 @@ refused request changes nothing.
   is private to the process: right for the embedded default, which serves from one process.
 
 Times come from the caller (``at``), so the limiter's clock is the only clock (see core.now).
+
+django-ratelimit's ``get_usage`` counts one limit per call, always increments, and ends each
+key's window at a point of its own on ``time.time()``; all limits at once, clock-aligned windows
+and a refusal that costs nothing need this one atomic step instead (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -174,6 +178,14 @@ class RedisStore:
 _LOCAL_LOCK = threading.Lock()
 
 
+def _has_room(counters: Sequence[Counter], counts: Sequence[int], slot: SlotClaim | None,
+              holders: dict[str, float]) -> bool:
+    """Whether every counter is below its limit and, when a slot is asked for, one is free."""
+    if any(count >= c.limit for count, c in zip(counts, counters, strict=True)):
+        return False
+    return slot is None or len(holders) < slot.limit
+
+
 class LocalStore:
     """The same semantics in the process's local-memory cache, under one lock."""
 
@@ -184,12 +196,8 @@ class LocalStore:
         with _LOCAL_LOCK:
             found = self._cache.get_many([c.key for c in counters])
             counts = [int(found.get(c.key, 0)) for c in counters]
-            allowed = all(count < c.limit for count, c in zip(counts, counters, strict=True))
-            holders: dict[str, float] = {}
-            if slot is not None:
-                holders = {h: exp for h, exp in (self._cache.get(slot.key) or {}).items() if exp > at}
-                allowed = allowed and len(holders) < slot.limit
-            if not allowed:
+            holders = self._live_holders(slot, at)
+            if not _has_room(counters, counts, slot, holders):
                 return Outcome(False, tuple(counts), len(holders))
             counts = [count + 1 for count in counts]
             for counter, count in zip(counters, counts, strict=True):
@@ -198,6 +206,12 @@ class LocalStore:
                 holders[slot.holder] = slot.expires_at
                 self._cache.set(slot.key, holders, slot.ttl)
             return Outcome(True, tuple(counts), len(holders))
+
+    def _live_holders(self, slot: SlotClaim | None, at: float) -> dict[str, float]:
+        """The semaphore's holders whose lease has not ended (none when no slot is asked for)."""
+        if slot is None:
+            return {}
+        return {h: exp for h, exp in (self._cache.get(slot.key) or {}).items() if exp > at}
 
     def release(self, key: str, holder: str) -> None:
         with _LOCAL_LOCK:

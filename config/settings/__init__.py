@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "corsheaders",
     "channels",
     "config",
+    "core",
     "tenants",
     "apikeys",
     "leads",
@@ -70,6 +71,7 @@ INSTALLED_APPS = [
     "analytics",
     "webhooks",
     "widget",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -173,13 +175,15 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     _broker_dir = VAR_DIR / "celery"
-    for sub in ("queue", "processed"):
+    for sub in ("queue", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # kombu's default is ./control, in whatever directory the process started.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
         # An idle worker looks for new messages this often (kombu's default is every second):
         # a webhook's first attempt should leave well within a second of its event.

@@ -28,6 +28,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "qualified": "It sounds like we could be a great fit.",
         "fallback": "Thanks for your message. Could you tell me a bit more about what you're looking for?",
         "sources": "Source",
+        "unsure": "I'd rather not guess at that: I'll check with our team. You can also book a short call and ask us directly.",
+        "pricing_link": "Our current prices are here: {url}",
+        "cut": "… I'd rather check that with our team than guess.",
     },
     "de": {
         "greeting": "Hallo! Ich bin der Assistent von {tenant}. Wie kann ich Ihnen helfen?",
@@ -53,6 +56,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "qualified": "Das klingt, als könnten wir gut zusammenpassen.",
         "fallback": "Danke für Ihre Nachricht. Können Sie mir etwas mehr darüber erzählen, was Sie suchen?",
         "sources": "Quelle",
+        "unsure": "Da möchte ich nicht raten: Ich kläre das mit unserem Team. Sie können auch ein kurzes Gespräch buchen und uns direkt fragen.",
+        "pricing_link": "Unsere aktuellen Preise finden Sie hier: {url}",
+        "cut": "… das kläre ich lieber mit unserem Team, als zu raten.",
     },
     "fr": {
         "greeting": "Bonjour ! Je suis l'assistant de {tenant}. Comment puis-je vous aider ?",
@@ -78,6 +84,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "qualified": "Il semble que nous puissions très bien vous convenir.",
         "fallback": "Merci pour votre message. Pouvez-vous m'en dire un peu plus sur ce que vous cherchez ?",
         "sources": "Source",
+        "unsure": "Je préfère ne pas deviner : je vérifie auprès de notre équipe. Vous pouvez aussi réserver un court appel pour nous poser la question.",
+        "pricing_link": "Nos tarifs actuels sont ici : {url}",
+        "cut": "… je préfère vérifier cela auprès de notre équipe plutôt que deviner.",
     },
     "es": {
         "greeting": "¡Hola! Soy el asistente de {tenant}. ¿En qué puedo ayudarle?",
@@ -103,6 +112,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "qualified": "Parece que podríamos encajar muy bien.",
         "fallback": "Gracias por su mensaje. ¿Podría contarme un poco más sobre lo que busca?",
         "sources": "Fuente",
+        "unsure": "Prefiero no adivinarlo: lo consultaré con nuestro equipo. También puede reservar una llamada breve y preguntarnos directamente.",
+        "pricing_link": "Nuestros precios actuales están aquí: {url}",
+        "cut": "… prefiero consultarlo con nuestro equipo antes que adivinar.",
     },
 }
 

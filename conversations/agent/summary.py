@@ -37,24 +37,26 @@ def subject(intents: list[str], contact: Contact) -> str:
 
 def summary(*, intents: list[str], contact: Contact, signals: list[str], score: int,
             meeting: str | None, handed_off: bool) -> str:
+    bant = [s for s in signals if s in ("budget", "authority", "need", "timeline")]
+    parts = [
+        _what_happened(intents, contact),
+        f"Signals: {', '.join(bant)}." if bant else "",
+        f"Contact: {contact.email}." if contact.email else "",
+        f"Lead score {score}.",
+        f"Meeting booked for {meeting}." if meeting else "",
+        "Handed off to a person." if handed_off else "",
+    ]
+    return " ".join(part for part in parts if part)
+
+
+def _what_happened(intents: list[str], contact: Contact) -> str:
+    """Who the visitor is and what they did, as one sentence."""
     who = contact.name or "The visitor"
     details = ", ".join(x for x in (contact.title, contact.company) if x)
     if details:
         who = f"{who} ({details})"
     done = [ACTIVITIES[i] for i in intents if i in ACTIVITIES]
-    sentence = f"{who} {_join(done)}." if done else f"{who} chatted with the assistant."
-    parts = [sentence]
-    bant = [s for s in signals if s in ("budget", "authority", "need", "timeline")]
-    if bant:
-        parts.append(f"Signals: {', '.join(bant)}.")
-    if contact.email:
-        parts.append(f"Contact: {contact.email}.")
-    parts.append(f"Lead score {score}.")
-    if meeting:
-        parts.append(f"Meeting booked for {meeting}.")
-    if handed_off:
-        parts.append("Handed off to a person.")
-    return " ".join(parts)
+    return f"{who} {_join(done)}." if done else f"{who} chatted with the assistant."
 
 
 def _join(items: list[str]) -> str:

@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from knowledge.retrieval import Passage
+
 # The intent vocabulary (docs/agent.md). Every visitor message gets exactly one.
 INTENTS = (
     "greeting",
@@ -25,17 +27,6 @@ INTENTS = (
 
 PRIORITIES = ("low", "normal", "high", "urgent")
 TEAMS = ("sales", "support", "customer_success")
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A piece of a knowledge-base document that may answer the visitor."""
-
-    document_id: UUID
-    title: str
-    excerpt: str
-    score: float = 0.0
-    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +83,29 @@ class LeadSnapshot:
 
 
 @dataclass(frozen=True)
+class TenantFacts:
+    """What the agent may state about the tenant besides its knowledge base (docs/agent.md,
+    "Grounding")."""
+
+    product: str = ""
+    pricing_url: str = ""
+    business_hours: str = ""
+    booking_url: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {k: v for k, v in self.__dict__.items() if v}
+
+
+@dataclass(frozen=True)
+class ReplyLimits:
+    """The tenant's limits of every reply (docs/agent.md, "Reply limits")."""
+
+    max_tokens: int = 300
+    max_chars: int = 1200
+    turn_seconds: float = 20.0
+
+
+@dataclass(frozen=True)
 class TurnContext:
     """Everything a provider may use to answer one visitor message."""
 
@@ -106,6 +120,15 @@ class TurnContext:
     slots: list[Slot] = field(default_factory=list)  # free meeting slots to offer
     booking_url: str = ""
     meeting_booked: bool = False
+    facts: TenantFacts = field(default_factory=TenantFacts)
+    limits: ReplyLimits = field(default_factory=ReplyLimits)
+
+    def grounding_sources(self) -> list[str]:
+        """Everything the reply may take a figure from: the passages, the tenant's facts, the
+        conversation, the slots and the contact details the visitor gave."""
+        return [*(p.title + " " + p.excerpt for p in self.passages), *self.facts.as_dict().values(),
+                self.tenant_name, self.message, *(m.content for m in self.history),
+                *(s.label for s in self.slots), *self.known_contact.as_dict().values()]
 
 
 @dataclass(frozen=True)
@@ -127,7 +150,7 @@ class Analysis:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ReplyPlan:
     """What the service decided after the analysis, which the reply must reflect."""
 
     lead_captured: bool = False

@@ -5,35 +5,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from config.api.fields import format_timestamp
-from config.api.ids import parse_uuid, parse_uuid_or_404
-from config.api.pagination import paginate
 from config.api.renderers import JSONRenderer
 from config.api.schema import legacy_errors
 from config.api.views import LegacyViewSet, PublicLegacyAPIView
-from config.errors import NotFound
 from conversations import presenters
-from conversations.agent.providers import provider_for
 from conversations.models import LEGACY_STATUS, Channel, Conversation
 from conversations.selectors import lead_conversations
-from conversations.services import TurnInput, run_turn, stream_turn, turn_open
+from core.errors import NotFound
+from core.ids import parse_uuid, parse_uuid_or_404
+from core.pagination import paginate
+from core.timestamps import format_timestamp
 from leads.models import Lead
 from leads.vocabulary import LEGACY_OF_STORED
 from tenants.models import Tenant
+from tenants.selectors import tenant_by_public_id
 
-from .sse import event_stream
+from .chat import answer_chat
 from .v1 import (
     SESSION_MESSAGE_CAP,
+    STREAM_DOC,
     ChatRequestSerializer,
     HandoffSerializer,
     SuggestedActionSerializer,
     chat_response,
-    request_metadata,
 )
 
 _MessageSerializer = inline_serializer(name="LegacyMessage", fields={
@@ -175,9 +174,7 @@ def _tenant_named(request) -> Tenant | None:
     """The tenant of a public chat request: ``?tenant=`` (what the widget sends) or the body's."""
     public_id = request.GET.get("tenant") or (
         request.data.get("tenant") if isinstance(request.data, dict) else None)
-    if not isinstance(public_id, str) or not public_id or len(public_id) > 40:
-        return None
-    return Tenant.objects.filter(public_id=public_id).first()
+    return tenant_by_public_id(public_id)
 
 
 class PublicChatView(PublicLegacyAPIView):
@@ -198,7 +195,7 @@ class PublicChatView(PublicLegacyAPIView):
         parameters=[OpenApiParameter("tenant", str, description="The tenant's public id.")],
         request=PublicChatSerializer,
         responses={
-            200: OpenApiResponse(inline_serializer(name="LegacyChatResponse", fields={
+            (200, "application/json"): OpenApiResponse(inline_serializer(name="LegacyChatResponse", fields={
                 "id": serializers.UUIDField(), "sessionId": serializers.UUIDField(),
                 "visitorId": serializers.CharField(), "role": serializers.CharField(),
                 "content": serializers.CharField(), "intent": serializers.CharField(),
@@ -207,7 +204,8 @@ class PublicChatView(PublicLegacyAPIView):
                 "leadScore": serializers.IntegerField(), "createdAt": serializers.CharField(),
                 "handoff": HandoffSerializer(required=False),
                 "events": serializers.ListField(child=serializers.DictField()),
-            }), description="The reply, or with stream=true the same Server-Sent Events as v1."),
+            }), description="The reply."),
+            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=STREAM_DOC),
             **legacy_errors(404, 503, public=True, body=True),
         },
     )
@@ -218,14 +216,5 @@ class PublicChatView(PublicLegacyAPIView):
         tenant = _tenant_named(request)
         if tenant is None:
             raise NotFound("Unknown tenant.")
-        provider = provider_for(tenant)
-        turn = TurnInput(
-            tenant=tenant, livemode=True, visitor_id=data["visitorId"], message=data["message"],
-            session_id=data.get("sessionId"), channel=Channel.WEB_CHAT,
-            language=data.get("language"), metadata=data["metadata"], request_meta=request_metadata(request),
-        )
-        opened = turn_open(turn)
-        if data["stream"]:
-            return event_stream(stream_turn(opened, provider), legacy_stream_shape)
-        outcome = async_to_sync(run_turn)(opened, provider)
-        return Response(legacy_chat_response(outcome, data["visitorId"]))
+        return answer_chat(request, data, tenant=tenant, livemode=True, channel=Channel.WEB_CHAT,
+                           stream_shape=legacy_stream_shape, response_body=legacy_chat_response)

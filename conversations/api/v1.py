@@ -6,36 +6,36 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from apikeys.models import Scope
-from config.api.fields import PrefixedIdField, TimestampField, format_timestamp
-from config.api.ids import decode
-from config.api.pagination import paginate
+from config.api.fields import PrefixedIdField, TimestampField
 from config.api.query import DateOrDateTimeField, PageQuery, parse_query
 from config.api.renderers import JSONRenderer
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from conversations import presenters
-from conversations.agent.providers import provider_for
 from conversations.agent.types import INTENTS
-from conversations.languages import ISO_639_1
 from conversations.models import Channel, Conversation, ConversationStatus, Message
 from conversations.selectors import conversation_list, conversation_messages
 from conversations.services import (
-    TurnInput,
     conversation_close,
     conversation_delete,
-    run_turn,
-    stream_turn,
-    turn_open,
 )
+from core.ids import decode
+from core.languages import ISO_639_1
+from core.pagination import paginate
+from core.timestamps import format_timestamp
 
-from .sse import event_stream
+from .chat import answer_chat
 
+# The stream of a chat request with stream=true (docs/conversations.md, "Streaming").
+STREAM_DOC = ("With stream=true (and Accept: text/event-stream): Server-Sent Events, "
+              "message_start {id, sessionId}, content_delta {delta}…, then message_end {intent, "
+              "confidence, leadScore, suggestedActions, handoff?} or error {code, message}.")
 MAX_METADATA_KEYS = 50
 MAX_METADATA_BYTES = 8 * 1024
 SESSION_MESSAGE_CAP = 1000
@@ -183,13 +183,6 @@ class ChatRequestSerializer(serializers.Serializer):
         return value.lower()
 
 
-def request_metadata(request) -> dict[str, Any]:
-    """Where the visitor came from, from the request's headers (docs/conversations.md); the
-    body's ``metadata`` overrides these."""
-    return {"userAgent": request.headers.get("User-Agent", "")[:500] or None,
-            "referrer": request.headers.get("Referer", "")[:2000] or None}
-
-
 class ConversationListQuery(PageQuery):
     leadId = PrefixedIdField("lead", required=False)
     status = serializers.ChoiceField(choices=ConversationStatus.values, required=False)
@@ -232,29 +225,17 @@ class ChatViewSet(V1ViewSet):
         operation_id="v1_chat",
         request=ChatRequestSerializer,
         responses={
-            200: OpenApiResponse(ChatResponseSerializer, description=(
-                "The reply. With stream=true: text/event-stream of message_start {id, sessionId}, "
-                "content_delta {delta}..., then message_end {intent, confidence, leadScore, "
-                "suggestedActions, handoff?} or error {code, message}.")),
+            (200, "application/json"): OpenApiResponse(ChatResponseSerializer,
+                                                       description="The reply."),
+            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=STREAM_DOC),
             **v1_errors(404, 502, 503, 504, body=True),
         },
     )
     def create(self, request):
         body = ChatRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        data = body.validated_data
-        caller = self.caller
-        provider = provider_for(caller.tenant)
-        turn = TurnInput(
-            tenant=caller.tenant, livemode=caller.livemode, visitor_id=data["visitorId"],
-            message=data["message"], session_id=data.get("sessionId"), channel=Channel.API,
-            language=data.get("language"), metadata=data["metadata"], request_meta=request_metadata(request),
-        )
-        opened = turn_open(turn)
-        if data["stream"]:
-            return event_stream(stream_turn(opened, provider), v1_stream_shape)
-        outcome = async_to_sync(run_turn)(opened, provider)
-        return Response(chat_response(outcome, data["visitorId"]))
+        return answer_chat(request, body.validated_data, **self.owner(), channel=Channel.API,
+                           stream_shape=v1_stream_shape, response_body=chat_response)
 
     @extend_schema(operation_id="v1_chat_session", responses={200: SessionSerializer,
                                                               **v1_errors(404)})

@@ -11,10 +11,10 @@ from rest_framework.response import Response
 
 from apikeys.models import Scope
 from config.api.fields import TimestampField
-from config.api.pagination import paginate
 from config.api.query import parse_query
 from config.api.schema import PaginationSerializer, legacy_errors
 from config.api.views import LegacyViewSet
+from core.pagination import paginate
 
 from .. import presenters, services
 from ..models import DOCUMENT_STATUSES, DOCUMENT_TYPES, Document
@@ -84,7 +84,7 @@ class LegacyDocumentViewSet(LegacyViewSet):
         responses={201: _Envelope, **legacy_errors(400, body=True)},
     )
     def create(self, request):
-        document = services.document_create(**self.scope_kwargs(), **upload_values(request))
+        document = services.document_create(**self.owner(), **upload_values(request))
         return Response({"document": presenters.legacy_document(document)}, status=201)
 
     @extend_schema(operation_id="legacy_knowledge_base_delete",

@@ -17,7 +17,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 
-from config.errors import FieldError, InvalidRequest, Unprocessable
+from core.errors import FieldError, InvalidRequest, Unprocessable
 
 from ..models import BINARY_TYPES, DOCUMENT_TYPES
 

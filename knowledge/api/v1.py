@@ -11,10 +11,10 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from config.api.fields import TimestampField
-from config.api.pagination import paginate
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
+from core.pagination import paginate
 
 from .. import presenters, services
 from ..models import DOCUMENT_STATUSES, DOCUMENT_TYPES, Document
@@ -85,7 +85,7 @@ class DocumentViewSet(V1ViewSet):
         responses={201: DocumentSerializer, **v1_errors(422, body=True)},
     )
     def create(self, request):
-        document = services.document_create(**self.scope_kwargs(), **upload_values(request))
+        document = services.document_create(**self.owner(), **upload_values(request))
         return Response(presenters.v1_document(document), status=201)
 
     @extend_schema(operation_id="v1_knowledge_base_delete",

@@ -14,12 +14,18 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from apikeys.models import Scope
-from config.api.fields import TimestampField
+from config.api.fields import (
+    StatedCharField,
+    StatedEmailField,
+    StatedIntegerField,
+    TimestampField,
+)
 from config.api.query import parse_query
 from config.api.schema import PaginationSerializer, legacy_errors
 from config.api.views import LegacyViewSet
 
 from .. import presenters, selectors, services
+from .. import validation as rules
 from ..models import Lead
 from ..vocabulary import LEGACY_STATUSES, stored_from_legacy
 
@@ -59,25 +65,32 @@ class LegacyLeadListQuery(serializers.Serializer):
         return value
 
 
+# Shape and type only: the rules are the lead services' (``leads.validation``).
+
 class LegacyLeadCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(min_length=1, max_length=200)
-    email = serializers.EmailField(max_length=254)
-    phone = serializers.CharField(max_length=50, required=False, allow_blank=True,
-                                  allow_null=True)
-    company = serializers.CharField(max_length=200, required=False, allow_blank=True,
-                                    allow_null=True)
+    name = StatedCharField(min_length=1, max_length=rules.TEXT_LIMITS["name"])
+    email = StatedEmailField(max_length=rules.MAX_EMAIL_LENGTH)
+    phone = StatedCharField(max_length=rules.TEXT_LIMITS["phone"], required=False,
+                            allow_blank=True, allow_null=True)
+    company = StatedCharField(max_length=rules.TEXT_LIMITS["company"], required=False,
+                              allow_blank=True, allow_null=True)
     metadata = serializers.DictField(required=False, allow_null=True)
 
 
 class LegacyLeadUpdateSerializer(LegacyLeadCreateSerializer):
     status = serializers.ChoiceField(choices=LEGACY_STATUSES, required=False)
-    qualificationScore = serializers.IntegerField(min_value=0, max_value=100, required=False)
+    qualificationScore = StatedIntegerField(min_value=rules.MIN_SCORE, max_value=rules.MAX_SCORE,
+                                            required=False)
 
 
 _FIELDS = {  # legacy body field -> service argument
     "name": "name", "email": "email", "phone": "phone", "company": "company",
     "metadata": "custom_fields", "status": "status", "qualificationScore": "score",
 }
+
+
+# service argument -> legacy body field, for the names in error messages
+_FIELD_NAMES = {service: body for body, service in _FIELDS.items()}
 
 
 def _service_values(validated: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +101,7 @@ class LegacyLeadViewSet(LegacyViewSet):
     """``GET /api/leads`` (newest first, ``?q=`` search), ``GET`` and ``PATCH /api/leads/:id``."""
 
     queryset = Lead.objects.all()
+    field_names = _FIELD_NAMES
 
     @extend_schema(
         operation_id="legacy_leads_list",
@@ -108,7 +122,7 @@ class LegacyLeadViewSet(LegacyViewSet):
                 page=query["page"], limit=query["limit"],
             )
         else:
-            page = selectors.lead_list(**self.scope_kwargs(), page=query["page"],
+            page = selectors.lead_list(**self.owner(), page=query["page"],
                                        limit=query["limit"])
         return Response({"leads": [presenters.legacy_lead(row) for row in page.items],
                          "pagination": page.meta})
@@ -135,6 +149,7 @@ class LegacyAdminLeadViewSet(LegacyViewSet):
     """``POST /api/admin/leads``: under ``/api/admin/``, so the admin scope (or the cookie)."""
 
     queryset = Lead.objects.all()
+    field_names = _FIELD_NAMES
     min_scope = Scope.ADMIN
 
     @extend_schema(operation_id="legacy_admin_leads_create", request=LegacyLeadCreateSerializer,
@@ -142,5 +157,5 @@ class LegacyAdminLeadViewSet(LegacyViewSet):
     def create(self, request):
         body = LegacyLeadCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        lead = services.lead_create(**self.scope_kwargs(), **_service_values(body.validated_data))
+        lead = services.lead_create(**self.owner(), **_service_values(body.validated_data))
         return Response({"lead": presenters.legacy_lead(presenters.lead_row(lead))}, status=201)

@@ -17,13 +17,20 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
-from config.api.fields import PrefixedIdField, TimestampField
+from config.api.fields import (
+    PrefixedIdField,
+    StatedCharField,
+    StatedEmailField,
+    StatedIntegerField,
+    StatedListField,
+    TimestampField,
+)
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
-from conversations.selectors import lead_conversation_count
 
 from .. import presenters, selectors, services
+from .. import validation as rules
 from ..models import Lead
 from ..vocabulary import V1_STATUSES, LeadSource, stored_from_v1
 
@@ -72,32 +79,37 @@ class LeadSearchResultSerializer(serializers.Serializer):
 
 
 # --- input ----------------------------------------------------------------------------------
+#
+# Shape and type only; the rules (lengths, ranges, email, tags, custom fields) are the lead
+# services' (``leads.validation``), which every caller goes through. v1's E.164 phone format is
+# the surface's own.
 
-def _text(max_length: int, **kwargs: Any) -> serializers.CharField:
-    return serializers.CharField(max_length=max_length, required=False, allow_blank=True,
-                                 allow_null=True, **kwargs)
+def _text(field: str) -> serializers.CharField:
+    return StatedCharField(max_length=rules.TEXT_LIMITS[field], required=False, allow_blank=True,
+                           allow_null=True)
 
 
 class LeadCreateSerializer(serializers.Serializer):
     """POST body; PATCH validates it partially (absent fields are left alone)."""
 
-    email = serializers.EmailField(max_length=254)
-    name = _text(200)
-    company = _text(200)
-    title = _text(200)
-    phone = _text(16, validators=[E164])
+    email = StatedEmailField(max_length=rules.MAX_EMAIL_LENGTH)
+    name = _text("name")
+    company = _text("company")
+    title = _text("title")
+    phone = serializers.CharField(max_length=16, validators=[E164], required=False,
+                                  allow_blank=True, allow_null=True)
     status = serializers.ChoiceField(choices=V1_STATUSES, default="new")
     source = serializers.ChoiceField(choices=LeadSource.values, default=LeadSource.API)
-    tags = serializers.ListField(
-        child=serializers.CharField(max_length=services.MAX_TAG_LENGTH),
-        max_length=services.MAX_TAGS, required=False, allow_null=True)
+    tags = StatedListField(child=StatedCharField(max_length=rules.MAX_TAG_LENGTH),
+                           max_length=rules.MAX_TAGS, required=False, allow_null=True)
     customFields = serializers.DictField(required=False, allow_null=True)
     assignedTo = PrefixedIdField("user", required=False, allow_null=True,
                                  help_text="user_ id of a user of the tenant, or null")
 
 
 class LeadUpdateSerializer(LeadCreateSerializer):
-    score = serializers.IntegerField(min_value=0, max_value=100, required=False)
+    score = StatedIntegerField(min_value=rules.MIN_SCORE, max_value=rules.MAX_SCORE,
+                               required=False)
 
 
 _FIELDS = {  # v1 body field -> service argument
@@ -105,6 +117,10 @@ _FIELDS = {  # v1 body field -> service argument
     "status": "status", "source": "source", "tags": "tags", "customFields": "custom_fields",
     "assignedTo": "assigned_to_id", "score": "score",
 }
+
+
+# service argument -> v1 body field, for error details
+_FIELD_NAMES = {service: body for body, service in _FIELDS.items()}
 
 
 class LeadListQuery(PageQuery):
@@ -139,6 +155,7 @@ class LeadViewSet(V1ViewSet):
 
     queryset = Lead.objects.all()
     id_prefix = "lead"
+    field_names = _FIELD_NAMES
     # docs/rate-limits.md: POST /v1/leads and GET /v1/leads/search have limits of their own.
     rate_limit_bucket = {"create": "lead_create", "search": "lead_search"}
 
@@ -164,7 +181,7 @@ class LeadViewSet(V1ViewSet):
             created_from=query.get("createdAfter"), created_to=query.get("createdBefore"),
         )
         page = selectors.lead_list(
-            **self.scope_kwargs(), filters=filters,
+            **self.owner(), filters=filters,
             sort_by=query["sortBy"], descending=query["sortOrder"] == "desc",
             page=query["page"], limit=query["limit"],
         )
@@ -207,7 +224,7 @@ class LeadViewSet(V1ViewSet):
         body.is_valid(raise_exception=True)
         values = self._service_values(body.validated_data)
         values["status"] = stored_from_v1(values["status"])
-        lead = services.lead_create(**self.scope_kwargs(), **values)
+        lead = services.lead_create(**self.owner(), **values)
         # A lead created through the API has no conversation yet: no need to count them.
         data = presenters.v1_lead_detail(presenters.lead_row(lead), conversation_count=0)
         return Response(data, status=201)
@@ -240,6 +257,6 @@ class LeadViewSet(V1ViewSet):
     def _detail(lead: Lead) -> dict[str, Any]:
         return presenters.v1_lead_detail(
             presenters.lead_row(lead),
-            conversation_count=lead_conversation_count(lead_id=lead.pk),
+            conversation_count=selectors.lead_conversation_count(lead),
         )
 

@@ -69,56 +69,51 @@
   function later(fn, ms) { var t = setTimeout(fn, ms); timers.push(t); return t; }
 
   // --- Markdown, rendered as DOM nodes: model and visitor text never becomes HTML ---------
-  var INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\[[^\]\n]+\]\([^)\s]+\))|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])|(\*[^*\s][^*\n]*\*)|(\b_[^_\n]+_\b)/g;
+  // Code, bold (may hold italics), [label](url) (the url may hold balanced parentheses), a bare
+  // http(s) URL (without the punctuation that ends a sentence), italics (may hold bold). Each
+  // part recurses only into shorter text; a link's label shows URLs as text (no link in a link).
+  var INLINE = /(`[^`\n]+`)|(\*\*(?:[^*\n]|\*[^*\n]+\*)+\*\*)|\[([^\]\n]+)\]\(((?:[^()\s]|\([^()\s]*\))+)\)|(https?:\/\/(?:[^\s<>()]|\([^\s<>()]*\))*(?:[^\s<>().,;:!?'"]|\([^\s<>()]*\)))|(\*[^*\s](?:[^*\n]|\*\*[^*\n]+\*\*)*\*|\b_[^_\n]+_\b)/;
   function safeUrl(url) { return /^(https?:\/\/|mailto:)/i.test(url) ? url : null; }
-  function link(label, url) {
-    var href = safeUrl(url);
-    if (!href) return document.createTextNode(label);
-    var a = el("a", { href: href, target: "_blank", rel: "noopener noreferrer nofollow" });
-    inline(label, a);
-    return a;
-  }
-  function inline(text, parent) {
-    var last = 0, m;
-    INLINE.lastIndex = 0;
-    var re = new RegExp(INLINE.source, "g");
+  function anchor(href, text) { return el("a", { href: href, target: "_blank", rel: "noopener noreferrer nofollow" }, text); }
+  function inline(text, parent, inLink) {
+    var re = new RegExp(INLINE.source, "g"), last = 0, m, node;
     while ((m = re.exec(text))) {
+      if (m[5] && inLink) continue;
       if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
-      var t = m[0], node;
-      if (m[1]) node = el("code", null, t.slice(1, -1));
-      else if (m[2]) { node = el("strong"); inline(t.slice(2, -2), node); }
+      last = re.lastIndex;
+      if (m[1]) node = el("code", null, m[1].slice(1, -1));
+      else if (m[2]) { node = el("strong"); inline(m[2].slice(2, -2), node, inLink); }
       else if (m[3]) {
-        var split = t.indexOf("](");
-        node = link(t.slice(1, split), t.slice(split + 2, -1));
-      } else if (m[4]) node = link(t, t);
-      else { node = el("em"); inline(t.slice(1, -1), node); }
+        // Another scheme (javascript:, data:…) leaves the label as text.
+        node = safeUrl(m[4]) ? anchor(m[4]) : document.createDocumentFragment();
+        inline(m[3], node, true);
+      } else if (m[5]) node = anchor(m[5], m[5]);
+      else { node = el("em"); inline(m[6].slice(1, -1), node, inLink); }
       parent.appendChild(node);
-      last = m.index + t.length;
     }
     if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
   }
   function markdown(text, parent) {
-    var blocks = String(text).replace(/\r\n?/g, "\n").split(/\n{2,}/);
-    blocks.forEach(function (block) {
-      var lines = block.split("\n").filter(function (l) { return l.trim() !== ""; });
-      if (!lines.length) return;
-      var bullet = /^\s*[-*•]\s+/, numbered = /^\s*\d+[.)]\s+/;
-      var isList = function (re) { return lines.every(function (l) { return re.test(l); }); };
-      if (isList(bullet) || isList(numbered)) {
-        var re = isList(bullet) ? bullet : numbered;
-        var list = el(re === bullet ? "ul" : "ol");
-        lines.forEach(function (l) { var li = el("li"); inline(l.replace(re, ""), li); list.appendChild(li); });
-        parent.appendChild(list);
-        return;
+    var block = null, m;
+    String(text).split(/\r\n?|\n/).forEach(function (line) {
+      if (!line.trim()) block = null;
+      else if ((m = /^\s*#{1,6}\s+(.*)/.exec(line))) {
+        block = null;
+        inline(m[1], parent.appendChild(el("strong", { "class": "h" })));
+      } else if ((m = /^\s*(?:[-*•]|(\d+)[.)])\s+(.*)/.exec(line))) {
+        var tag = m[1] ? "ol" : "ul";
+        if (!block || block.localName !== tag) block = parent.appendChild(el(tag, m[1] > 1 ? { start: m[1] } : null));
+        inline(m[2], block.appendChild(el("li")));
+      } else {
+        if (block && block.localName === "p") block.appendChild(el("br"));
+        else block = parent.appendChild(el("p"));
+        inline(line, block);
       }
-      var heading = /^#{1,6}\s+/.test(lines[0]);
-      var p = el(heading ? "strong" : "p", heading ? { "class": "h" } : null);
-      lines.forEach(function (l, i) {
-        if (i) p.appendChild(el("br"));
-        inline(l.replace(/^#{1,6}\s+/, ""), p);
-      });
-      parent.appendChild(p);
     });
+  }
+  // A message that cannot be rendered is still shown, as text, and the ones after it too.
+  function render(text, parent) {
+    try { markdown(text, parent); } catch (e) { parent.textContent = String(text); }
   }
 
   // --- the DOM, inside a shadow root ------------------------------------------------------
@@ -139,6 +134,7 @@
     ".log{flex:1;overflow-y:auto;padding:16px;display:flex;flex-direction:column;gap:10px;background:#f9fafb}",
     ".msg{max-width:85%;padding:9px 13px;border-radius:14px;word-wrap:break-word;overflow-wrap:anywhere}",
     ".msg p{margin:0 0 6px}.msg p:last-child{margin:0}.msg ul,.msg ol{margin:4px 0;padding-left:20px}",
+    ".h{display:block}",
     ".msg code{background:rgba(0,0,0,.07);padding:0 4px;border-radius:4px;font-size:.92em}",
     ".msg a{color:inherit;text-decoration:underline}",
     ".user{align-self:flex-end;background:var(--p);color:var(--t);border-bottom-right-radius:4px;white-space:pre-wrap}",
@@ -213,7 +209,7 @@
     if (greeting) {
       if (!g) { g = el("div", { "class": "msg bot greeting" }); log.insertBefore(g, log.firstChild); }
       g.textContent = "";
-      markdown(greeting, g);
+      render(greeting, g);
     } else if (g) g.remove();
   }
 
@@ -225,7 +221,7 @@
       role === "user" ? "You: " : author ? author.name : "Assistant: "));
     var body = el("div");
     node.appendChild(body);
-    if (role === "user") body.textContent = text; else markdown(text, body);
+    if (role === "user") body.textContent = text; else render(text, body);
     node._body = body;
     log.appendChild(node);
     scroll();
@@ -310,7 +306,7 @@
       body.className = "";
       body.removeAttribute("aria-label");
       body.textContent = "";
-      markdown(content, body);
+      render(content, body);
       scroll();
     }
     var ctrl = window.AbortController ? new AbortController() : null;
@@ -529,6 +525,8 @@
       delete window.ServiceWidget;
     }
   };
+  // For tests (docs/widget.md): a message's Markdown as the widget renders it, in a detached div.
+  api._render = function (text) { var d = el("div"); render(text, d); return d; };
   Object.defineProperty(api, "tenant", { get: function () { return S.tenant; } });
   Object.defineProperty(api, "sessionId", { get: function () { return S.sessionId; } });
   Object.defineProperty(api, "visitorId", { get: function () { return S.visitorId; } });

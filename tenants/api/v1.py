@@ -7,10 +7,10 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from config.api.fields import PrefixedIdField, TimestampField
-from config.api.pagination import paginate
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
+from core.pagination import paginate
 from tenants.models import User, UserRole
 
 

@@ -4,7 +4,7 @@ One tenant with 1,000,000 leads, 1,000,000 conversations and 10,000,000 messages
 the last 400 days, plus the events and meetings that date the funnel stages. The data is
 generated inside PostgreSQL (``INSERT ... SELECT generate_series``) into a persistent database,
 the configured one with ``_bench`` appended (``salesagent`` -> ``salesagent_bench``), so later
-runs reuse it. The rollups are then built by ``analytics.rollups.rollups_rebuild`` from those raw
+runs reuse it. The rollups are then built by ``analytics.rebuild.rollups_rebuild`` from those raw
 rows, as an operator would after a bulk load.
 
 Measured through the whole HTTP stack (ASGI app, authentication, serialization): the v1
@@ -24,9 +24,9 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from analytics.models import ChannelDailyStat
-from analytics.rollups import rollups_rebuild
+from analytics.rebuild import rollups_rebuild
 from apikeys.services import api_key_create
-from leads.services import lead_counts_rebuild
+from leads.counts import lead_counts_rebuild
 from tenants.models import Tenant
 from tenants.services import tenant_create
 from tests.conftest import ApiClient
@@ -44,7 +44,7 @@ RUNS = 30
 AIM_MS = 300
 
 _BIG_TABLES = ("leads_lead", "conversations_conversation", "conversations_message",
-               "analytics_event", "conversations_meeting")
+               "core_event", "conversations_meeting")
 
 
 def _log(message: str) -> None:
@@ -94,8 +94,8 @@ def _load_once() -> None:
                 cursor.execute(statement)
             cursor.execute("ANALYZE")
         _log(f"indexes rebuilt at {time.monotonic() - started:.0f} s; building the rollups")
-        lead_counts_rebuild(tenant=tenant, livemode=True)
-        rollups_rebuild(tenant=tenant, livemode=True)
+        lead_counts_rebuild(tenant_id=tenant.pk, livemode=True)
+        rollups_rebuild(tenant_id=tenant.pk, livemode=True)
         _log(f"rollups built at {time.monotonic() - started:.0f} s")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
@@ -182,8 +182,8 @@ def _generate(cursor, tenant_id) -> None:
     _log("messages inserted")
     # The events and meetings that date the funnel stages.
     cursor.execute(f"""
-        INSERT INTO analytics_event (id, tenant_id, livemode, type, lead_id, conversation_id,
-            description, data, occurred_at)
+        INSERT INTO core_event (id, tenant_id, livemode, type, lead_id, conversation_id,
+            description, facts, occurred_at)
         SELECT gen_random_uuid(), %s::uuid, true, 'lead.created', l.id, {_id(2, 'g.i')},
             'Lead created', '{{}}'::jsonb, l.created_at
         FROM generate_series(12, {LEADS}, 12) AS g(i) JOIN leads_lead l ON l.id = {_id(1, 'g.i')}

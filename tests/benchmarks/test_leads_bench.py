@@ -33,8 +33,8 @@ from django.urls import resolve
 from rest_framework.test import APIRequestFactory
 
 from apikeys.services import api_key_create
+from leads.counts import lead_counts_rebuild
 from leads.models import Lead, LeadDailyCount
-from leads.services import lead_counts_rebuild
 from tenants.models import Plan, Tenant
 from tests.live import ensure_database
 from tests.loop_client import LoopClient
@@ -147,7 +147,7 @@ def _seed(tenant: Tenant) -> float:
         for _, definition in indexes:
             cursor.execute(definition)
         cursor.execute("RESET maintenance_work_mem")
-        lead_counts_rebuild(tenant=tenant, livemode=True)
+        lead_counts_rebuild(tenant_id=tenant.pk, livemode=True)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE leads_lead")
         cursor.execute("VACUUM ANALYZE leads_leaddailycount")

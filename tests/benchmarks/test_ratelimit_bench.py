@@ -7,6 +7,9 @@
 2. A whole in-process request (Django's test client, GET /api/v1/users) with limits on and
    off, interleaved so that both see the same machine; the difference of the medians is the
    limiter's share.
+3. For comparison, the same four counters through django-ratelimit's ``get_usage`` (one call per
+   counter, as the library counts), without the slot: the figure behind the choice in
+   docs/decisions.md ("Rate limits: our counter, not django-ratelimit's").
 Redis figures need REDIS_URL; the local-memory figures are printed too, for the embedded default.
 A PING baseline shows what one round trip costs on the machine at the time: the limiter makes
 two per request, plus its own work.
@@ -21,7 +24,8 @@ import time
 import pytest
 from django.conf import settings
 from django.core.cache.backends.redis import RedisCache
-from django.test import Client, override_settings
+from django.test import Client, RequestFactory, override_settings
+from django_ratelimit.core import get_usage
 
 from config import ratelimit
 from config.ratelimit import policy, store
@@ -110,6 +114,29 @@ def test_limiter_alone_on_redis(kits):
 def test_limiter_alone_in_local_memory(kits):
     stats = _limiter_rounds(kits)
     _report("Limiter alone, local memory (embedded default)", stats)
+
+
+def _get_usage_rounds(db_kits) -> dict[str, float]:
+    request = RequestFactory().get("/api/v1/users")
+    callers = [caller(kit, "read") for kit in db_kits]
+    samples = []
+    for i in range(WARMUP + ROUNDS):
+        limits = policy.v1_limits(callers[i % len(callers)], "default")
+        started = time.perf_counter_ns()
+        usages = [get_usage(request, group=f"{limit.identity}:{limit.policy}",
+                            key=lambda group, request, who=limit.identity: who,
+                            rate=(limit.limit, limit.period), increment=True)
+                  for limit in limits]
+        elapsed = time.perf_counter_ns() - started
+        assert not any(usage["should_limit"] for usage in usages)
+        if i >= WARMUP:
+            samples.append(elapsed)
+    return _stats(samples)
+
+
+def test_the_same_counters_through_django_ratelimit_on_redis(kits):
+    _redis_only()
+    _report("django-ratelimit get_usage, Redis (the 4 counters only, no slot)", _get_usage_rounds(kits))
 
 
 def _request_rounds(kits) -> tuple[dict, dict]:

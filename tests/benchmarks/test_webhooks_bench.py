@@ -22,8 +22,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from analytics import events
-from analytics.models import Event
+from core import events
+from core.models import Event
 from tests.factories import make_lead, make_tenant
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.live import ROOT, environment
@@ -108,6 +108,15 @@ def _warm_up(kit, receiver) -> None:
     time.sleep(1.0)
 
 
+def _lead_facts(email: str) -> dict:
+    """A lead as a lead.created event records it (leads.events.lead_facts)."""
+    at = "2026-11-21T00:00:00+00:00"
+    return {"id": str(uuid.uuid4()), "email": email, "name": "", "company": "", "title": "",
+            "phone": "", "status": "new", "score": 0, "source": "api", "tags": [],
+            "custom_fields": {}, "assigned_to_id": None, "last_intent": "", "first_seen_at": at,
+            "last_active_at": at, "created_at": at, "updated_at": at}
+
+
 def test_webhook_throughput_and_commit_to_first_attempt(workers):
     receiver = WebhookReceiver()
     try:
@@ -122,14 +131,15 @@ def test_webhook_throughput_and_commit_to_first_attempt(workers):
         def stamp(event: Event) -> None:
             committed[f"evt_{event.pk.hex}"] = time.time()
 
-        events.on_commit_hooks.insert(0, stamp)  # runs right at the commit, before the fan-out
+        # Runs right at the commit, before the fan-out subscriber.
+        events._after_commit["lead.created"].insert(0, stamp)
         try:
             start = len(receiver.received)
             for i in range(EVENTS):
                 make_lead(kit, email=f"lat{i}@example.com")
                 receiver.wait_for(start + i + 1, timeout=30)
         finally:
-            events.on_commit_hooks.remove(stamp)
+            events._after_commit["lead.created"].remove(stamp)
         latencies = []
         for request in receiver.received[start:]:
             event_id = json.loads(request.body)["id"]
@@ -142,10 +152,7 @@ def test_webhook_throughput_and_commit_to_first_attempt(workers):
         now = timezone.now()
         backlog_events = Event.objects.bulk_create([
             Event(tenant=kit.tenant, livemode=True, type="lead.created", description="bench",
-                  data={"lead": {"id": f"lead_{uuid.uuid4().hex}", "email": f"b{i}@example.com",
-                                 "name": None, "company": None, "status": "new", "score": 0,
-                                 "source": "api", "createdAt": "2026-11-21T00:00:00.000Z"},
-                        "conversationId": None},
+                  facts={"lead": _lead_facts(f"b{i}@example.com")},
                   occurred_at=now)
             for i in range(BACKLOG)])
         sub = kit.tenant.webhook_subscriptions.get()

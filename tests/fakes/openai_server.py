@@ -34,6 +34,12 @@ class FakeOpenAI:
         self.delay = 0.0  # seconds before answering at all
         self.fail_status: int | None = None  # answer every request with this status
         self.fail_tool_call = False  # answer the analysis with plain text, no function call
+        # How the analysis comes back, as real servers vary: "call" (a record_turn call),
+        # "other_function" (a call of another name), "malformed" (arguments that are no JSON),
+        # "in_text" (the arguments written as the message's text), "no_choices".
+        self.analysis_as = "call"
+        self.finish_reason = "stop"  # of the streamed reply ("length": the token limit)
+        self.empty_chunks = False  # interleave chunks without content, as some servers do
         self.break_stream_after: int | None = None  # drop the connection after N chunks
         self.requests.clear()
         self.headers.clear()
@@ -62,6 +68,22 @@ def _completion(model: str, message: dict[str, Any], finish: str) -> dict[str, A
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
     }
+
+
+def _analysis_completion(model: str, analysis: Any, shape: str) -> dict[str, Any]:
+    arguments = json.dumps(analysis)
+    if shape == "in_text":
+        return _completion(model, {"role": "assistant",
+                                   "content": f"Here is my analysis: {arguments}"}, "stop")
+    if shape == "no_choices":
+        return {**_completion(model, {"role": "assistant", "content": None}, "stop"),
+                "choices": []}
+    name = "lookup_weather" if shape == "other_function" else "record_turn"
+    if shape == "malformed":
+        arguments = arguments[:-3] + "'}"
+    call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return _completion(model, {"role": "assistant", "content": None, "tool_calls": [call]},
+                       "tool_calls")
 
 
 def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -102,10 +124,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     return self._json(200, _completion(model, {"role": "assistant",
                                                                "content": "no tools today"}, "stop"))
                 analysis = fake.analysis(body) if callable(fake.analysis) else fake.analysis
-                call = {"id": "call_1", "type": "function",
-                        "function": {"name": "record_turn", "arguments": json.dumps(analysis)}}
-                return self._json(200, _completion(
-                    model, {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"))
+                return self._json(200, _analysis_completion(model, analysis, fake.analysis_as))
             if body.get("stream"):
                 return self._stream(model)
             return self._json(200, _completion(model, {"role": "assistant", "content": fake.reply},
@@ -127,9 +146,16 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             text = fake.reply(fake.requests[-1]) if callable(fake.reply) else fake.reply
             pieces = [text[i:i + fake.chunk_size] for i in range(0, len(text), fake.chunk_size)]
+            finish = fake.finish_reason
+            limit = fake.requests[-1].get("max_tokens")
+            if limit and len(pieces) > limit:  # a chunk stands for a token, as on real servers
+                pieces, finish = pieces[:limit], "length"
             frames = [_chunk(model, {"role": "assistant", "content": ""})]
-            frames += [_chunk(model, {"content": p}) for p in pieces]
-            frames += [_chunk(model, {}, "stop"), b"data: [DONE]\n\n"]
+            for piece in pieces:
+                frames.append(_chunk(model, {"content": piece}))
+                if fake.empty_chunks:
+                    frames.append(_chunk(model, {}))
+            frames += [_chunk(model, {}, finish), b"data: [DONE]\n\n"]
             try:
                 for index, frame in enumerate(frames):
                     if fake.break_stream_after is not None and index > fake.break_stream_after:

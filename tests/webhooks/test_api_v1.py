@@ -96,6 +96,24 @@ def test_url_shape_errors_are_400(api, kit, settings):
         assert _details(r) == {("url", "invalid_format")}, url
 
 
+@pytest.mark.parametrize(("url", "message"), [
+    ("https://hooks.example.com:99999/x", "Not a valid URL."),
+    ("ftp://hooks.example.com/x", "Expected an https:// URL."),
+    ("http://hooks.example.com/x", "Webhook URLs must use https."),
+    ("https:///nohost", "The URL has no host."),
+    ("https://user:pw@hooks.example.com/x", "Credentials in the URL are not allowed; deliveries are "
+                                            "signed."),
+    ("https://hooks.example.com/a b", "The URL contains whitespace."),
+])
+def test_url_shape_errors_say_what_is_wrong(api, kit, settings, url, message):
+    settings.WEBHOOKS_ALLOW_HTTP = False
+    r = api.post("/api/v1/webhooks", json={"url": url, "events": ["lead.created"]},
+                 headers=kit.auth("admin"))
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["details"] == [
+        {"field": "url", "code": "invalid_format", "message": message}]
+
+
 def test_every_v1_event_type_is_accepted(api, kit, receiver):
     types = list(services.envelopes.V1_EVENT_TYPES)
     assert len(types) == 11

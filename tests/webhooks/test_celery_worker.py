@@ -27,6 +27,7 @@ from webhooks.models import Delivery, DeliveryAttempt
 from .conftest import SECRET, envelope, v1_signature_ok
 
 pytestmark = [
+    pytest.mark.live,  # a Celery worker
     pytest.mark.skipif(not os.environ.get("REDIS_URL"),
                        reason="needs REDIS_URL: the worker's broker is Redis"),
     pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),

@@ -5,17 +5,20 @@ walls."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
+import threading
 import time
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from analytics.models import Event
+from core.models import Event
 from tests.factories import make_lead
 from tests.fakes.webhook_receiver import Answer
-from webhooks import services
+from webhooks import services, transport
 from webhooks.models import Delivery, DeliveryAttempt, Subscription
 from webhooks.services import deliveries_sweep, subscription_create
 
@@ -266,6 +269,65 @@ def test_a_refused_connection_is_a_failure(kit, enqueued, django_capture_on_comm
     attempt = attempt_now(Delivery.objects.get())
     assert not attempt.success and attempt.status_code is None
     assert "refused" in attempt.error.lower()
+
+
+def test_a_name_that_resolves_slower_than_the_timeout_is_a_failure(
+        kit, receiver, enqueued, settings, monkeypatch, django_capture_on_commit_callbacks):
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 0.2
+    _subscribe(kit, receiver)
+    _lead_with_delivery(kit, django_capture_on_commit_callbacks)
+    real_resolve = transport.resolve
+
+    def slow_resolve(host, port):
+        time.sleep(0.3)
+        return real_resolve(host, port)
+
+    monkeypatch.setattr(transport, "resolve", slow_resolve)
+    attempt = attempt_now(Delivery.objects.get())
+    assert attempt.status_code is None and attempt.error == "Timed out: no answer within 0.2 s."
+    assert receiver.received == []
+
+
+@pytest.fixture
+def babbler():
+    """A TCP server on 127.0.0.1 that reads a request and answers with a line that is not HTTP."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        with contextlib.suppress(OSError):
+            connection, _ = server.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b"not http at all\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/hooks"
+    server.close()
+    thread.join(timeout=5)
+
+
+def test_an_answer_that_is_not_http_is_a_failure(kit, babbler, enqueued,
+                                                 django_capture_on_commit_callbacks):
+    subscription_create(tenant=kit.tenant, livemode=True, events=["lead.created"], url=babbler,
+                        secret=SECRET)
+    _lead_with_delivery(kit, django_capture_on_commit_callbacks)
+    attempt = attempt_now(Delivery.objects.get())
+    assert not attempt.success and attempt.status_code is None
+    assert attempt.error.startswith("Invalid HTTP answer: BadStatusLine(")
+    assert attempt.remote_address == "127.0.0.1"
+
+
+def test_the_query_string_is_sent_and_a_server_error_recorded(
+        kit, receiver, enqueued, django_capture_on_commit_callbacks):
+    receiver.answer(Answer(status=503, body=b"down for maintenance"))
+    subscription_create(tenant=kit.tenant, livemode=True, events=["lead.created"],
+                        url=receiver.url("/hooks?source=acme&v=1"), secret=SECRET)
+    _lead_with_delivery(kit, django_capture_on_commit_callbacks)
+    attempt = attempt_now(Delivery.objects.get())
+    assert [r.path for r in receiver.received] == ["/hooks?source=acme&v=1"]
+    assert attempt.status_code == 503 and attempt.error == "The receiver answered 503."
+    assert attempt.response_excerpt == "down for maintenance"
 
 
 # --- claims, the sweeper, lost tasks ----------------------------------------------------------

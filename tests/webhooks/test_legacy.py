@@ -12,9 +12,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from analytics.models import Event
-from config.errors import Conflict
+from core.errors import Conflict
+from core.models import Event
 from leads.services import lead_update
+from tests.events import legacy_data
 from tests.factories import make_lead
 from tests.fakes.webhook_receiver import Answer
 from webhooks import selectors, services
@@ -82,7 +83,7 @@ def test_meeting_booked_carries_the_events_legacy_data(api, kit, receiver, enque
     attempt_now(delivery)
     body = envelope(receiver.received[0])
     assert body["event"] == "meeting.booked"
-    assert body["data"] == Event.objects.get(type="meeting.booked").data
+    assert body["data"] == legacy_data(Event.objects.get(type="meeting.booked"))
     assert set(body["data"]) == {"lead", "meeting"}
     assert body["data"]["lead"]["status"] == "booked"
 
@@ -189,3 +190,34 @@ def test_the_command_refuses_bad_input(kit, stranger, receiver, settings):
                                                events=["lead.created"])
     with pytest.raises(CommandError, match="No legacy webhook"):
         _run(kit.tenant.public_id, "--id", str(theirs.pk), "--delete")
+
+
+def test_the_command_speaks_text_and_creates_disabled_test_mode_webhooks(kit, receiver):
+    text = _run(kit.tenant.public_id, "--url", receiver.url(), "--events", "lead.created, ",
+                "--secret", "a-given-secret-12345", "--mode", "test", "--disable")
+    webhook = LegacyWebhook.objects.get()
+    assert (webhook.livemode, webhook.active, webhook.events) == (False, False, ["lead.created"])
+    assert text == (f"Legacy webhook {webhook.pk} -> {receiver.url()} (lead.created; inactive)\n"
+                    "Signing secret (shown only now): a-given-secret-12345\n")
+    assert _run(kit.tenant.public_id, "--list") == "No legacy webhooks.\n"
+    assert _run(kit.tenant.public_id, "--list", "--mode", "test") == (
+        f"{webhook.pk}  inactive  {receiver.url()}  lead.created\n")
+
+    text = _run(kit.tenant.public_id, "--id", str(webhook.pk), "--enable", "--mode", "test")
+    assert text == f"Legacy webhook {webhook.pk} -> {receiver.url()} (lead.created; active)\n"
+    assert LegacyWebhook.objects.get().active is True
+
+    deleted = json.loads(_run(kit.tenant.public_id, "--id", str(webhook.pk), "--delete", "--json"))
+    assert deleted == {"id": str(webhook.pk), "deleted": True}
+    assert not LegacyWebhook.objects.exists()
+
+
+def test_the_command_needs_a_url_to_create_and_a_well_formed_id_to_change(kit, receiver):
+    for args in ((), ("--delete",), ("--url", receiver.url(), "--delete")):
+        with pytest.raises(CommandError, match=r"needs --url \(and no --delete\)"):
+            _run(kit.tenant.public_id, *args)
+    with pytest.raises(CommandError, match="No legacy webhook 'not-a-uuid'"):
+        _run(kit.tenant.public_id, "--id", "not-a-uuid", "--enable")
+    with pytest.raises(CommandError, match="url: At most 2048 characters."):
+        _run(kit.tenant.public_id, "--url", "https://hooks.example.com/" + "x" * 2048)
+    assert not LegacyWebhook.objects.exists()

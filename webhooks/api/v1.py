@@ -15,10 +15,10 @@ from rest_framework.response import Response
 
 from apikeys.models import Scope
 from config.api.fields import TimestampField
-from config.api.pagination import paginate
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
+from core.pagination import paginate
 
 from .. import presenters, selectors, services
 from ..envelopes import V1_EVENT_TYPES
@@ -140,7 +140,7 @@ class WebhookViewSet(V1ViewSet):
         body = SubscriptionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         subscription, secret = services.subscription_create(
-            **self.scope_kwargs(), url=body.validated_data["url"],
+            **self.owner(), url=body.validated_data["url"],
             events=body.validated_data["events"], secret=body.validated_data.get("secret"))
         return Response(presenters.v1_subscription(subscription, secret=secret), status=201)
 
@@ -175,7 +175,7 @@ class WebhookViewSet(V1ViewSet):
         subscription = self.get_object()
         query = parse_query(request, DeliveryListQuery)
         page = paginate(
-            selectors.delivery_log(**self.scope_kwargs(), subscription_id=subscription.pk,
+            selectors.delivery_log(**self.owner(), subscription_id=subscription.pk,
                                    status=query.get("status")),
             page=query["page"], limit=query["limit"])
         return Response({"data": [presenters.v1_delivery(d) for d in page.items],

@@ -16,11 +16,12 @@ from config.api.query import parse_query
 from config.api.renderers import JSONRenderer
 from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
-from config.errors import NotFound
 from conversations import live
 from conversations.api.sse import event_stream_response, frame
 from conversations.models import Conversation
+from core.errors import NotFound
 from tenants.models import Tenant
+from tenants.selectors import tenant_by_public_id
 from widget.models import Position
 from widget.services import widget_look
 
@@ -46,14 +47,11 @@ class WidgetConfigSerializer(serializers.Serializer):
 
 def _tenant_in_query(request) -> Tenant | None:
     """The tenant a widget request names (``?tenant=``), for its per-tenant rate limit."""
-    public_id = request.GET.get("tenant", "")
-    if not public_id or len(public_id) > 40:
-        return None
-    return Tenant.objects.filter(public_id=public_id).first()
+    return tenant_by_public_id(request.GET.get("tenant"))
 
 
 def _tenant(public_id: str) -> Tenant:
-    tenant = Tenant.objects.filter(public_id=public_id).first()
+    tenant = tenant_by_public_id(public_id)
     if tenant is None:
         raise NotFound("Unknown tenant.")
     return tenant
@@ -145,10 +143,11 @@ class ChatStreamView(PublicLegacyAPIView):
     )
     def get(self, request):
         query = parse_query(request, StreamQuery)
-        conversation = (Conversation.objects
-                        .filter(pk=query["sessionId"], tenant__public_id=query["tenant"],
-                                livemode=True, visitor_id=query["visitorId"])
-                        .values_list("pk", flat=True).first())
+        tenant = tenant_by_public_id(query["tenant"])
+        conversation = tenant and (Conversation.objects
+                                   .filter(pk=query["sessionId"], tenant=tenant, livemode=True,
+                                           visitor_id=query["visitorId"])
+                                   .values_list("pk", flat=True).first())
         if conversation is None:
             raise NotFound("No such chat session for this visitor.")
         return event_stream_response(_frames(conversation))

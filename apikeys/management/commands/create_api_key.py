@@ -1,9 +1,10 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from apikeys.models import Scope
-from apikeys.presenters import as_json, key_summary
+from apikeys.presenters import key_summary
 from apikeys.services import api_key_create
-from config.errors import ServiceError
+from core.cli import as_json
+from core.errors import ServiceError
 from tenants.models import Tenant
 from tenants.selectors import tenant_by_reference
 

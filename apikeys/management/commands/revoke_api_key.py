@@ -1,8 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from apikeys.presenters import as_json, key_summary
+from apikeys.presenters import key_summary
 from apikeys.services import api_key_revoke, api_key_revoke_old
-from config.errors import ServiceError
+from core.cli import as_json
+from core.errors import ServiceError
 
 from ._keyref import get_key
 

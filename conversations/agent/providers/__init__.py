@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from config.errors import ProviderNotConfigured
+from core.errors import ProviderNotConfigured
 
 from .base import Provider
 from .builtin import BuiltinProvider

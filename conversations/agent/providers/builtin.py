@@ -11,9 +11,11 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
-from .. import signals
+from core.languages import detect_language
+
+from .. import rules
 from ..phrases import phrase
-from ..types import Analysis, Handoff, Plan, TurnContext
+from ..types import Analysis, Handoff, ReplyPlan, TurnContext
 from .base import Provider
 
 QUESTION_INTENTS = {"product_question", "pricing", "other", "objection", "support"}
@@ -24,7 +26,7 @@ class BuiltinProvider(Provider):
     name = "builtin"
 
     async def analyze(self, ctx: TurnContext) -> Analysis:
-        reading = signals.read(ctx.message)
+        reading = rules.read(ctx.message)
         handoff = None
         if reading.intent == "human_request":
             high_value = bool(ctx.lead and ctx.lead.score >= 60) or "purchase_intent" in ctx.signals
@@ -45,11 +47,11 @@ class BuiltinProvider(Provider):
             wants_meeting=reading.intent in ("demo_request", "booking", "purchase_intent"),
             chosen_slot=reading.slot_token,
             ends_conversation=reading.intent == "goodbye",
-            language=signals.detect_language(ctx.message),
+            language=detect_language(ctx.message),
             cited=cited,
         )
 
-    async def reply(self, ctx: TurnContext, analysis: Analysis, plan: Plan) -> AsyncIterator[str]:
+    async def reply(self, ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> AsyncIterator[str]:
         text = compose(ctx, analysis, plan)
         # Chunks of a few words, as a model would stream them.
         for chunk in re.findall(r"\S+\s*(?:\S+\s*){0,2}", text):
@@ -57,56 +59,70 @@ class BuiltinProvider(Provider):
             await asyncio.sleep(0)
 
 
-def compose(ctx: TurnContext, analysis: Analysis, plan: Plan) -> str:
+def compose(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> str:
     lang = ctx.language
+    if plan.handoff:
+        return phrase(lang, "support" if plan.handoff.suggested_team == "support" else "handoff")
     name = ctx.known_contact.merged(analysis.contact).name
     named = f", {name.split()[0]}" if name else ""
-    parts: list[str] = []
-    intent = analysis.intent
+    parts = [
+        *_welcome(ctx, analysis, plan, named=named),
+        _answer(ctx, analysis),
+        _meeting(lang, plan),
+        phrase(lang, "qualified") if plan.qualified and not plan.booked_slot else None,
+        _next_step(lang, analysis, plan, named=named),
+    ]
+    said = [part for part in parts if part is not None]
+    return "\n\n".join(said or [phrase(lang, "fallback")])
 
-    if plan.handoff:
-        parts.append(phrase(lang, "support" if plan.handoff.suggested_team == "support" else "handoff"))
-        return "\n\n".join(parts)
 
-    if intent == "greeting" and not ctx.history:
-        parts.append(phrase(lang, "greeting", tenant=ctx.tenant_name))
+def _welcome(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan, *, named: str) -> list[str]:
+    """A greeting to open the conversation, thanks for the contact details just given."""
+    parts = []
+    if analysis.intent == "greeting" and not ctx.history:
+        parts.append(phrase(ctx.language, "greeting", tenant=ctx.tenant_name))
     if plan.lead_captured:
-        parts.append(phrase(lang, "thanks_contact", name=named))
+        parts.append(phrase(ctx.language, "thanks_contact", name=named))
+    return parts
 
+
+# What the agent says to these intents when no passage answers the message.
+_INTENT_ANSWERS = {"pricing": "pricing", "product_question": "no_answer", "objection": "objection"}
+
+
+def _answer(ctx: TurnContext, analysis: Analysis) -> str | None:
+    """The cited passage, quoted with its source; else what the intent calls for."""
+    lang = ctx.language
     if analysis.cited and ctx.passages:
         passage = ctx.passages[analysis.cited[0]]
         quote = "\n".join("> " + line for line in _excerpt(passage.excerpt, EXCERPT_CHARS).splitlines())
-        parts.append(f"{phrase(lang, 'answer_intro')}\n\n{quote}\n\n_{phrase(lang, 'sources')}: "
-                     f"{passage.title}_")
-    elif intent == "pricing":
-        parts.append(phrase(lang, "pricing"))
-    elif intent == "product_question":
-        parts.append(phrase(lang, "no_answer"))
-    elif intent == "objection":
-        parts.append(phrase(lang, "objection"))
+        return (f"{phrase(lang, 'answer_intro')}\n\n{quote}\n\n_{phrase(lang, 'sources')}: "
+                f"{passage.title}_")
+    key = _INTENT_ANSWERS.get(analysis.intent)
+    return phrase(lang, key) if key else None
 
+
+def _meeting(lang: str, plan: ReplyPlan) -> str | None:
     if plan.booked_slot:
-        parts.append(phrase(lang, "booked", slot=plan.booked_slot.label))
-    elif plan.slot_unavailable and plan.offer_slots:
-        parts.append(phrase(lang, "slot_taken"))
-    elif plan.offer_slots:
-        parts.append(phrase(lang, "offer_slots"))
-    elif plan.booking_url:
-        parts.append(phrase(lang, "offer_link"))
+        return phrase(lang, "booked", slot=plan.booked_slot.label)
+    if plan.slot_unavailable and plan.offer_slots:
+        return phrase(lang, "slot_taken")
+    if plan.offer_slots:
+        return phrase(lang, "offer_slots")
+    if plan.booking_url:
+        return phrase(lang, "offer_link")
+    return None
 
-    if plan.qualified and not plan.booked_slot:
-        parts.append(phrase(lang, "qualified"))
 
-    if intent == "goodbye":
-        parts.append(phrase(lang, "goodbye", name=named))
-    elif plan.needs_email:
-        parts.append(phrase(lang, "need_email_to_book" if analysis.wants_meeting else "ask_email"))
-    elif plan.next_question and not plan.offer_slots and not plan.booked_slot:
-        parts.append(phrase(lang, f"ask_{plan.next_question}"))
-
-    if not parts:
-        parts.append(phrase(lang, "fallback"))
-    return "\n\n".join(parts)
+def _next_step(lang: str, analysis: Analysis, plan: ReplyPlan, *, named: str) -> str | None:
+    """A goodbye, the request for an email address, or the next qualifying question."""
+    if analysis.intent == "goodbye":
+        return phrase(lang, "goodbye", name=named)
+    if plan.needs_email:
+        return phrase(lang, "need_email_to_book" if analysis.wants_meeting else "ask_email")
+    if plan.next_question and not plan.offer_slots and not plan.booked_slot:
+        return phrase(lang, f"ask_{plan.next_question}")
+    return None
 
 
 def _excerpt(text: str, limit: int) -> str:

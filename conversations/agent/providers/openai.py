@@ -22,11 +22,12 @@ from typing import Any
 import openai
 from django.conf import settings
 
-from config.errors import ProviderTimeout, ProviderUnavailable
+from core.errors import ProviderTimeout, ProviderUnavailable
 
 from .. import prompts
-from ..types import INTENTS, PRIORITIES, TEAMS, Analysis, Contact, Handoff, Plan, TurnContext
-from .base import Provider
+from ..phrases import phrase
+from ..types import INTENTS, PRIORITIES, TEAMS, Analysis, Contact, Handoff, ReplyPlan, TurnContext
+from .base import AnalysisUnusable, Provider
 
 logger = logging.getLogger("salesagent.agent")
 
@@ -143,8 +144,15 @@ class OpenAIProvider(Provider):
             raise _provider_error(exc) from exc
         return _parse_analysis(completion, ctx)
 
-    async def reply(self, ctx: TurnContext, analysis: Analysis, plan: Plan) -> AsyncIterator[str]:
+    async def reply(self, ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> AsyncIterator[str]:
+        if plan.handoff:
+            # Decided by the turn, so announced in fixed words: nothing a model writes can
+            # contradict it.
+            yield phrase(ctx.language, "support" if plan.handoff.suggested_team == "support"
+                         else "handoff")
+            return
         system = prompts.REPLY.format(tenant=ctx.tenant_name, language=ctx.language,
+                                      words=max(20, ctx.limits.max_chars // 7),
                                       plan=_plan_instructions(ctx, analysis, plan))
         messages = [
             {"role": "system", "content": system},
@@ -153,19 +161,17 @@ class OpenAIProvider(Provider):
             {"role": "user", "content": ctx.message},
         ]
         redactor = Redactor()
+        self.finish_reason = None
         try:
             stream = await self.client.chat.completions.create(
                 model=self.model, messages=messages, stream=True, temperature=0.3,
+                max_tokens=ctx.limits.max_tokens,
             )
             try:
                 async for chunk in stream:
-                    if not chunk.choices:
-                        continue
-                    delta = chunk.choices[0].delta.content
-                    if delta:
-                        safe = redactor.feed(delta)
-                        if safe:
-                            yield safe
+                    safe = redactor.feed(self._delta(chunk))
+                    if safe:
+                        yield safe
             finally:
                 # Also when the visitor went away: the model stops generating for nobody.
                 await stream.close()
@@ -174,6 +180,17 @@ class OpenAIProvider(Provider):
         rest = redactor.flush()
         if rest:
             yield rest
+
+    def _delta(self, chunk: Any) -> str:
+        """A streamed chunk's text; chunks without choices or content (some servers send
+        them) are empty."""
+        if not chunk.choices:
+            return ""
+        choice = chunk.choices[0]
+        self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+        delta = getattr(choice, "delta", None)
+        content = getattr(delta, "content", None)
+        return content if isinstance(content, str) else ""
 
 
 class Redactor:
@@ -210,6 +227,8 @@ def _data_message(ctx: TurnContext, only: tuple[int, ...] | None = None) -> dict
         if only is None or i in only
     ]
     data: dict[str, Any] = {"reference_passages": passages}
+    if ctx.facts.as_dict():
+        data["tenant_facts"] = ctx.facts.as_dict()
     if ctx.slots:
         data["offered_meeting_slots"] = [{"token": s.token, "label": s.label} for s in ctx.slots]
     if ctx.known_contact.as_dict():
@@ -218,76 +237,141 @@ def _data_message(ctx: TurnContext, only: tuple[int, ...] | None = None) -> dict
             "content": prompts.DATA_PREAMBLE + "\n" + json.dumps(data, ensure_ascii=False)}
 
 
-def _plan_instructions(ctx: TurnContext, analysis: Analysis, plan: Plan) -> str:
-    steps: list[str] = []
+def _plan_instructions(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> str:
     if plan.handoff:
-        steps.append("A human colleague is taking over: tell the visitor briefly that a team "
-                     "member will reply here shortly. Do not answer further.")
-        return "\n".join(f"- {s}" for s in steps)
-    if plan.lead_captured:
-        steps.append("Thank the visitor for their contact details.")
+        steps = ["A human colleague is taking over: tell the visitor briefly that a team member "
+                 "will reply here shortly. Do not answer further."]
+    else:
+        steps = [
+            "Thank the visitor for their contact details." if plan.lead_captured else None,
+            _meeting_step(plan),
+            "The visitor looks like a good fit; say so warmly, without pressure."
+            if plan.qualified else None,
+            _question_step(plan),
+            "The visitor is leaving: thank them and say goodbye."
+            if analysis.ends_conversation else None,
+            "Answer the visitor's message.",
+        ]
+    return "\n".join(f"- {s}" for s in steps if s is not None)
+
+
+def _meeting_step(plan: ReplyPlan) -> str | None:
     if plan.booked_slot:
-        steps.append(f"Confirm the meeting booked for {plan.booked_slot.label}.")
-    elif plan.slot_unavailable:
-        steps.append("The chosen time is no longer free: apologise and point to the other times "
-                     "shown as buttons below your reply.")
-    elif plan.offer_slots:
-        steps.append("Offer a discovery call; the available times are shown as buttons below "
-                     "your reply, so do not list them.")
-    elif plan.booking_url:
-        steps.append("Offer a discovery call; a booking link is shown below your reply.")
-    if plan.qualified:
-        steps.append("The visitor looks like a good fit; say so warmly, without pressure.")
+        return f"Confirm the meeting booked for {plan.booked_slot.label}."
+    if plan.slot_unavailable:
+        return ("The chosen time is no longer free: apologise and point to the other times "
+                "shown as buttons below your reply.")
+    if plan.offer_slots:
+        return ("Offer a discovery call; the available times are shown as buttons below your "
+                "reply, so do not list them.")
+    if plan.booking_url:
+        return "Offer a discovery call; a booking link is shown below your reply."
+    return None
+
+
+def _question_step(plan: ReplyPlan) -> str | None:
     if plan.needs_email:
-        steps.append("Ask for the visitor's email address.")
-    elif plan.next_question:
-        steps.append(f"Ask one qualifying question about their {plan.next_question}.")
-    if analysis.ends_conversation:
-        steps.append("The visitor is leaving: thank them and say goodbye.")
-    steps.append("Answer the visitor's message.")
-    return "\n".join(f"- {s}" for s in steps)
+        return "Ask for the visitor's email address."
+    if plan.next_question:
+        return f"Ask one qualifying question about their {plan.next_question}."
+    return None
 
 
 def _parse_analysis(completion: Any, ctx: TurnContext) -> Analysis:
-    try:
-        call = completion.choices[0].message.tool_calls[0]
-        args = json.loads(call.function.arguments)
-        if not isinstance(args, dict):
-            raise ValueError("arguments are not an object")
-    except (AttributeError, IndexError, TypeError, ValueError) as exc:
-        logger.warning("provider returned no usable record_turn call: %s", exc)
-        raise ProviderUnavailable("The language-model provider returned an unusable answer.") from exc
-
+    args = _record_turn_arguments(completion)
     intent = args.get("intent") if args.get("intent") in INTENTS else "other"
-    try:
-        confidence = min(1.0, max(0.0, float(args.get("confidence", 0.5))))
-    except (TypeError, ValueError):
-        confidence = 0.5
-    contact_args = args.get("contact") if isinstance(args.get("contact"), dict) else {}
-    contact = Contact(**{k: _short(contact_args.get(k), 200) for k in
-                         ("email", "name", "company", "title", "phone")})
-    handoff = None
-    if isinstance(args.get("handoff"), dict) and args["handoff"].get("reason"):
-        h = args["handoff"]
-        handoff = Handoff(
-            reason=_short(h.get("reason"), 500) or "",
-            priority=h.get("priority") if h.get("priority") in PRIORITIES else "normal",
-            suggested_team=h.get("suggested_team") if h.get("suggested_team") in TEAMS else "sales",
-        )
-    tokens = {s.token for s in ctx.slots}
-    chosen = args.get("chosen_slot") if args.get("chosen_slot") in tokens else None
-    cited = tuple(i for i in args.get("relevant_passages") or []
-                  if isinstance(i, int) and 0 <= i < len(ctx.passages))
-    signals = frozenset(s for s in args.get("signals") or [] if s in SIGNALS)
-    language = args.get("language") if isinstance(args.get("language"), str) else None
+    confidence = _confidence(args)
+    contact = _contact(args)
+    handoff = _handoff(args)
+    chosen = _chosen_slot(args, ctx)
+    cited = _cited(args, ctx)
+    signals = frozenset(s for s in _list(args, "signals") if isinstance(s, str) and s in SIGNALS)
     return Analysis(
         intent=intent, confidence=confidence, contact=contact, signals=signals, handoff=handoff,
         wants_meeting=bool(args.get("wants_meeting")), chosen_slot=chosen,
-        ends_conversation=bool(args.get("ends_conversation")),
-        language=language[:2].lower() if language and re.fullmatch(r"[A-Za-z]{2}", language[:2]) else None,
+        ends_conversation=bool(args.get("ends_conversation")), language=_language(args),
         subject=_short(args.get("subject"), 200), summary=_short(args.get("summary"), 2000),
         cited=cited,
     )
+
+
+def _record_turn_arguments(completion: Any) -> dict[str, Any]:
+    """The arguments of the model's record_turn call, or of an analysis it wrote as text
+    instead; AnalysisUnusable when there is none."""
+    message = completion.choices[0].message if getattr(completion, "choices", None) else None
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        if getattr(function, "name", None) == "record_turn":
+            args = _json_object(getattr(function, "arguments", None))
+            if args is not None:
+                return args
+    args = _json_object(getattr(message, "content", None))
+    if args is not None:
+        return args.get("arguments") if isinstance(args.get("arguments"), dict) else args
+    logger.warning("provider returned no usable record_turn call")
+    raise AnalysisUnusable("The model's answer holds no usable analysis.")
+
+
+def _json_object(text: Any) -> dict[str, Any] | None:
+    """The JSON object in ``text``: all of it, or the outermost braces inside prose."""
+    if not isinstance(text, str) or "{" not in text:
+        return None
+    for candidate in (text, text[text.find("{"):text.rfind("}") + 1]):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _list(args: dict[str, Any], key: str) -> list[Any]:
+    value = args.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _confidence(args: dict[str, Any]) -> float:
+    try:
+        return min(1.0, max(0.0, float(args.get("confidence", 0.5))))
+    except (TypeError, ValueError):
+        return 0.5
+
+
+def _contact(args: dict[str, Any]) -> Contact:
+    contact_args = args.get("contact") if isinstance(args.get("contact"), dict) else {}
+    return Contact(**{k: _short(contact_args.get(k), 200) for k in
+                      ("email", "name", "company", "title", "phone")})
+
+
+def _handoff(args: dict[str, Any]) -> Handoff | None:
+    """The model's handoff, if it gave a reason; an unknown priority or team is the default."""
+    if not (isinstance(args.get("handoff"), dict) and args["handoff"].get("reason")):
+        return None
+    h = args["handoff"]
+    return Handoff(
+        reason=_short(h.get("reason"), 500) or "",
+        priority=h.get("priority") if h.get("priority") in PRIORITIES else "normal",
+        suggested_team=h.get("suggested_team") if h.get("suggested_team") in TEAMS else "sales",
+    )
+
+
+def _chosen_slot(args: dict[str, Any], ctx: TurnContext) -> str | None:
+    """The slot the visitor chose, if it is one of those offered to them."""
+    chosen = args.get("chosen_slot")
+    return chosen if isinstance(chosen, str) and chosen in {s.token for s in ctx.slots} else None
+
+
+def _cited(args: dict[str, Any], ctx: TurnContext) -> tuple[int, ...]:
+    """The indexes of the passages the answer uses, among those given to the model."""
+    return tuple(i for i in _list(args, "relevant_passages")
+                 if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(ctx.passages))
+
+
+def _language(args: dict[str, Any]) -> str | None:
+    """An ISO 639-1 code, from the first two letters of what the model gave."""
+    language = args.get("language") if isinstance(args.get("language"), str) else None
+    return language[:2].lower() if language and re.fullmatch(r"[A-Za-z]{2}", language[:2]) else None
 
 
 def _short(value: Any, limit: int) -> str | None:

@@ -1,0 +1,41 @@
+"""One chat request, on either surface: open the turn, then stream it as Server-Sent Events or
+answer it whole. The surfaces differ only in the shapes they give the result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.http import HttpResponse
+from rest_framework.response import Response
+
+from tenants.models import Tenant
+
+from ..agent.providers import provider_for
+from ..services import TurnInput, TurnOutcome, run_turn, stream_turn, turn_open
+from .sse import event_stream
+
+
+def request_metadata(request) -> dict[str, Any]:
+    """Where the visitor came from, from the request's headers (docs/conversations.md); the
+    body's ``metadata`` overrides these."""
+    return {"userAgent": request.headers.get("User-Agent", "")[:500] or None,
+            "referrer": request.headers.get("Referer", "")[:2000] or None}
+
+
+def answer_chat(request, data: dict[str, Any], *, tenant: Tenant, livemode: bool, channel: str,
+                stream_shape: Callable[[str, dict], dict],
+                response_body: Callable[[TurnOutcome, str], dict]) -> HttpResponse:
+    """``data`` is the validated chat body (message, visitorId, sessionId, stream, metadata,
+    language); the tenant, mode and channel are the surface's."""
+    provider = provider_for(tenant)
+    opened = turn_open(TurnInput(
+        tenant=tenant, livemode=livemode, visitor_id=data["visitorId"], message=data["message"],
+        session_id=data.get("sessionId"), channel=channel, language=data.get("language"),
+        metadata=data["metadata"], request_meta=request_metadata(request),
+    ))
+    if data["stream"]:
+        return event_stream(stream_turn(opened, provider), stream_shape)
+    outcome = async_to_sync(run_turn)(opened, provider)
+    return Response(response_body(outcome, data["visitorId"]))

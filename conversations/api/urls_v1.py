@@ -1,0 +1,17 @@
+"""The chat and conversations' v1 routes, under ``/api/v1/``."""
+
+from django.urls import path
+
+from .v1 import ChatViewSet, ConversationViewSet
+
+urlpatterns = [
+    path("chat", ChatViewSet.as_view({"post": "create"}), name="v1-chat"),
+    path("chat/sessions/<str:sessionId>", ChatViewSet.as_view({"get": "retrieve"}),
+         name="v1-chat-session"),
+    path("conversations", ConversationViewSet.as_view({"get": "list"}), name="v1-conversations"),
+    path("conversations/<str:id>",
+         ConversationViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+         name="v1-conversation"),
+    path("conversations/<str:id>/close", ConversationViewSet.as_view({"post": "close"}),
+         name="v1-conversation-close"),
+]

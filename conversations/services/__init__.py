@@ -1,0 +1,33 @@
+"""Every write to conversations, one module per concern:
+
+- ``turn``: the chat turn pipeline (open, apply, close) and what it decides;
+- ``capture``: the turn's steps that write leads and meetings;
+- ``lifecycle``: start, end, close, idle expiry, deletion, handoff;
+- ``staff``: what the tenant's people do (take over, reply, hand back);
+- ``drivers``: the async drivers of a turn, whole or streamed;
+- ``messages``: appending a message.
+
+Services save their rows and emit events (``conversations.events``); what follows from an event
+(counts, analytics, webhooks, live pushes) is its subscribers' work.
+"""
+
+from .drivers import run_turn, stream_turn
+from .lifecycle import conversation_close, conversation_delete, conversations_expire_idle
+from .staff import conversation_assign, conversation_hand_back, conversation_reply_as_human
+from .turn import (
+    OpenedTurn,
+    SessionNotFound,
+    TurnInput,
+    TurnOutcome,
+    suggested_actions,
+    turn_apply,
+    turn_close,
+    turn_open,
+)
+
+__all__ = [
+    "OpenedTurn", "SessionNotFound", "TurnInput", "TurnOutcome", "conversation_assign",
+    "conversation_close", "conversation_delete", "conversation_hand_back",
+    "conversation_reply_as_human", "conversations_expire_idle", "run_turn", "stream_turn",
+    "suggested_actions", "turn_apply", "turn_close", "turn_open",
+]

@@ -1,0 +1,132 @@
+"""Steps of a turn that write outside the conversation: the visitor's lead (captured from an
+email, its gaps filled from what the visitor says) and the discovery meeting."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+
+from core.errors import ServiceError
+from core.models import EventType
+from leads.events import lead_facts
+from leads.models import Lead
+from leads.services import LeadEmailTaken, lead_create, lead_update
+
+from .. import scheduling
+from ..agent.types import Contact, ReplyPlan
+from ..events import emit_conversation_event, meeting_facts
+from ..models import Conversation, Meeting
+
+logger = logging.getLogger("salesagent.chat")
+
+GAP_FIELDS = ("name", "company", "title")
+
+
+def capture_lead(conversation: Conversation, contact: Contact) -> tuple[Lead | None, bool]:
+    """The conversation's lead, created from an email or found by it, with its gaps filled
+    from ``contact``; and whether this turn captured anything."""
+    lead = conversation.lead
+    if lead is None and contact.email:
+        _link(conversation, _lead_for_email(conversation, contact))
+        return conversation.lead, True
+    if lead is None:
+        return None, False
+    gaps = _gaps(lead, contact)
+    if not gaps:
+        return lead, False
+    try:
+        with transaction.atomic():
+            lead = lead_update(lead=lead, changes=gaps)
+    except ServiceError:
+        logger.info("contact details refused for lead %s", lead.pk)
+    conversation.lead = lead
+    return lead, True
+
+
+def _lead_for_email(conversation: Conversation, contact: Contact) -> Lead:
+    owner = {"tenant": conversation.tenant, "livemode": conversation.livemode}
+    found = Lead.objects.filter(**owner, email__iexact=contact.email).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():
+            return lead_create(**owner, email=contact.email, name=contact.name,
+                               company=contact.company, title=contact.title,
+                               phone=e164(contact.phone), source="chat",
+                               conversation_id=conversation.pk)
+    except LeadEmailTaken:  # captured by another conversation a moment ago
+        return Lead.objects.get(**owner, email__iexact=contact.email)
+    except ServiceError:
+        # Details the lead rules refuse (an over-long name, a malformed phone): keep the email,
+        # which is what follow-up needs.
+        return lead_create(**owner, email=contact.email, source="chat",
+                           conversation_id=conversation.pk)
+
+
+def _link(conversation: Conversation, lead: Lead) -> None:
+    conversation.lead = lead
+    emit_conversation_event(conversation, EventType.CONVERSATION_LEAD_LINKED,
+                            f"Conversation linked to lead {lead.email}")
+
+
+def _gaps(lead: Lead, contact: Contact) -> dict[str, str]:
+    gaps = {field: getattr(contact, field) for field in GAP_FIELDS
+            if getattr(contact, field) and not getattr(lead, field)}
+    phone = e164(contact.phone)
+    if phone and not lead.phone:
+        gaps["phone"] = phone
+    return gaps
+
+
+def e164(phone: str | None) -> str | None:
+    if phone and phone.startswith("+") and phone[1:].isdigit() and 8 <= len(phone) <= 16:
+        return phone
+    return None
+
+
+# --- meetings -------------------------------------------------------------------------------
+
+def offer_slots(conversation: Conversation, plan: ReplyPlan, *, now: datetime,
+                unavailable: bool = False) -> ReplyPlan:
+    """The next free slots, remembered so that the visitor's choice can be checked."""
+    offer = scheduling.free_slots(conversation.tenant, conversation.livemode, now=now)
+    conversation.offered_slots = [slot.token for slot in offer]
+    return replace(plan, offer_slots=offer, slot_unavailable=unavailable)
+
+
+def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyPlan, *,
+         now: datetime) -> ReplyPlan:
+    """Books the slot the visitor chose, or offers others when it is not (or no longer) free."""
+    if lead is None:
+        return replace(plan, needs_email=True)
+    tenant = conversation.tenant
+    start = scheduling.parse_token(token)
+    if start is None or not scheduling.is_bookable(tenant, start, now=now):
+        return offer_slots(conversation, plan, now=now, unavailable=True)
+    slot = scheduling.make_slot(tenant, start)
+    try:
+        with transaction.atomic():
+            meeting = Meeting.objects.create(
+                tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
+                starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
+                created_at=now,
+            )
+    except IntegrityError:  # someone else took the slot a moment ago
+        return offer_slots(conversation, plan, now=now, unavailable=True)
+    if lead.status not in ("booked", "converted"):
+        conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
+    conversation.offered_slots = []
+    return replace(plan, booked_slot=slot, meeting_id=meeting.pk)
+
+
+def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
+    """``meeting.booked``, once the lead's score moved, so the event shows the lead as it is."""
+    meeting = Meeting.objects.get(pk=plan.meeting_id)
+    lead = conversation.lead
+    emit_conversation_event(
+        conversation, EventType.MEETING_BOOKED,
+        f"Meeting booked with {lead.email} for {plan.booked_slot.label}",
+        lead=lead_facts(lead), meeting=meeting_facts(meeting))

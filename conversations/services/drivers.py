@@ -1,0 +1,231 @@
+"""The async drivers of a chat turn: the provider's calls between the turn's transactions, for a
+request answered whole (``run_turn``) and for a stream of Server-Sent Events (``stream_turn``).
+
+Whatever the provider does, the turn ends with a complete, sensible reply (docs/agent.md, "Reply
+limits", "Grounding", "When the model misbehaves"):
+
+- the whole turn has a deadline (the tenant's ``agent_turn_seconds``);
+- an analysis the model cannot give (no call, another function, arguments that are no JSON
+  object) or does not give in time is the deterministic one (``rules``), and the turn records
+  that it fell back;
+- the reply passes through ``ReplyGuard``: capped on a whole sentence, stopped when it loops,
+  and cut before any figure that nothing in the turn supports, with a truthful sentence instead;
+- a reply that says nothing is the builtin agent's.
+
+What the visitor was shown is what is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from core.errors import ServiceError
+
+from ..agent import rules
+from ..agent.guard import ReplyGuard
+from ..agent.phrases import phrase
+from ..agent.providers import Provider
+from ..agent.providers.base import AnalysisUnusable
+from ..agent.providers.builtin import BuiltinProvider, compose
+from ..agent.types import Analysis, Passage, ReplyPlan, TurnContext
+from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close
+
+logger = logging.getLogger("salesagent.chat")
+
+
+def _silent_analysis(ctx: TurnContext) -> Analysis:
+    intent, confidence = rules.classify(ctx.message)
+    return Analysis(intent=intent, confidence=confidence)
+
+
+class _Deadline:
+    def __init__(self, seconds: float):
+        self.at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+
+@dataclass
+class _Turn:
+    """One turn between ``turn_open`` and ``turn_close``: what has been decided and said."""
+
+    opened: OpenedTurn
+    provider: Provider
+    deadline: _Deadline
+    analysis: Analysis
+    plan: ReplyPlan | None = None
+    cited: list[Passage] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)  # the path the turn took (Message.turn)
+
+    @classmethod
+    def start(cls, opened: OpenedTurn, provider: Provider) -> _Turn:
+        return cls(opened=opened, provider=provider,
+                   deadline=_Deadline(opened.ctx.limits.turn_seconds),
+                   analysis=_silent_analysis(opened.ctx))
+
+    async def apply(self) -> None:
+        """Analysis (the model's, or the rules' when it cannot give one), then the decisions."""
+        self.analysis, self.info["analysis"] = await self._analyze()
+        self.plan = await sync_to_async(turn_apply)(opened=self.opened, analysis=self.analysis)
+        self.cited = [self.opened.ctx.passages[i] for i in self.analysis.cited]
+
+    async def _analyze(self) -> tuple[Analysis, str]:
+        ctx = self.opened.ctx
+        try:
+            async with asyncio.timeout(self.deadline.left()):
+                return await self.provider.analyze(ctx), "model"
+        except AnalysisUnusable:
+            return await BuiltinProvider().analyze(ctx), "fallback"
+        except TimeoutError:
+            logger.warning("analysis past the turn's deadline in conversation %s",
+                           self.opened.conversation_id)
+            return await BuiltinProvider().analyze(ctx), "fallback (deadline)"
+
+    async def chunks(self) -> AsyncIterator[str]:
+        """The reply as the visitor sees it (also collected in ``parts``)."""
+        if self.opened.silent:
+            self.info["reply"] = "template"
+            yield self._say(phrase(self.opened.ctx.language, "handoff_active"))
+            return
+        guard = ReplyGuard(max_chars=self.opened.ctx.limits.max_chars,
+                           max_chunks=self.opened.ctx.limits.max_tokens,
+                           sources=self._sources())
+        truncated = False
+        async for chunk, late in self._model_chunks(guard):
+            truncated = truncated or late
+            if chunk:
+                yield self._say(chunk)
+        truncated = truncated or self.provider.finish_reason == "length"
+        for text in (guard.finish(truncated=truncated), self._ending(guard)):
+            if text:
+                yield self._say(text)
+        self.info.update(reply=self.info.get("reply", self.provider.name),
+                         stopped=guard.stopped or ("deadline" if truncated else None),
+                         unsupported=guard.unsupported)
+
+    async def _model_chunks(self, guard: ReplyGuard) -> AsyncIterator[tuple[str, bool]]:
+        """The provider's chunks through ``guard``, until it ends, the guard stops it or the
+        deadline passes (then ``("", True)``). The provider is closed either way."""
+        stream = self.provider.reply(self.opened.ctx, self.analysis, self.plan)
+        try:
+            while not guard.done:
+                try:
+                    async with asyncio.timeout(self.deadline.left()):
+                        chunk = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    yield "", True
+                    return
+                yield guard.feed(chunk), False
+        finally:
+            await stream.aclose()
+
+    def _sources(self) -> list[str]:
+        ctx, plan = self.opened.ctx, self.plan
+        sources = ctx.grounding_sources()
+        if plan is not None:
+            sources += [s.label for s in plan.offer_slots] + [plan.booking_url]
+            sources += [plan.booked_slot.label] if plan.booked_slot else []
+        return sources
+
+    def _ending(self, guard: ReplyGuard) -> str:
+        """What closes a reply the guard ended early, or replaces one with nothing in it."""
+        ctx = self.opened.ctx
+        if guard.stopped == "grounding":
+            logger.warning("reply cut before unsupported figures %s in conversation %s",
+                           guard.unsupported, self.opened.conversation_id)
+            unsure = phrase(ctx.language, "unsure")
+            if ctx.facts.pricing_url:
+                unsure += " " + phrase(ctx.language, "pricing_link", url=ctx.facts.pricing_url)
+            close = phrase(ctx.language, "cut") if guard.dangling else ""
+            return close + ("\n\n" if guard.shown.strip() else "") + unsure
+        if not guard.shown.strip():
+            self.info["reply"] = "builtin (empty reply)"
+            return compose(ctx, self.analysis, self.plan)
+        return "…" if guard.dangling else ""
+
+    def _say(self, text: str) -> str:
+        self.parts.append(text)
+        return text
+
+    async def close(self, *, interrupted: bool = False) -> TurnOutcome:
+        return await sync_to_async(turn_close)(
+            opened=self.opened, analysis=self.analysis, plan=self.plan,
+            content="".join(self.parts), cited=self.cited, interrupted=interrupted,
+            turn=self.info)
+
+    async def save_partial(self) -> None:
+        if not self.parts:
+            return
+        try:
+            await self.close(interrupted=True)
+        except Exception:
+            logger.exception("could not save the partial reply of conversation %s",
+                             self.opened.conversation_id)
+
+
+async def run_turn(opened: OpenedTurn, provider: Provider) -> TurnOutcome:
+    """The rest of a turn that ``turn_open`` began, for a non-streaming request."""
+    turn = _Turn.start(opened, provider)
+    try:
+        if not opened.silent:
+            await turn.apply()
+        async for _ in turn.chunks():
+            pass
+        return await turn.close()
+    finally:
+        await provider.close()
+
+
+async def stream_turn(opened: OpenedTurn, provider: Provider) -> AsyncIterator[tuple[str, dict]]:
+    """The rest of a turn that ``turn_open`` began, as Server-Sent Events: ``message_start``,
+    ``content_delta``…, ``message_end`` (or ``error``). If the client goes away, generation stops
+    and what was produced is kept.
+
+    ``turn_open`` runs before the stream starts, so that its failures (an unknown session) are
+    ordinary error responses rather than a broken stream."""
+    # Ids are UUIDs here; each surface's view shows them in its own form.
+    yield "message_start", {"id": opened.reply_id, "sessionId": opened.conversation_id}
+    turn = _Turn.start(opened, provider)
+    finished = False
+    try:
+        if not opened.silent:
+            await turn.apply()
+        async for chunk in turn.chunks():
+            yield "content_delta", {"delta": chunk}
+        outcome = await turn.close()
+        finished = True
+        yield "message_end", _message_end(turn.analysis, outcome)
+    except ServiceError as exc:
+        await turn.save_partial()
+        finished = True
+        yield "error", {"code": exc.kind, "message": exc.message}
+    except Exception:
+        logger.exception("chat stream failed")
+        await turn.save_partial()
+        finished = True
+        yield "error", {"code": "internal_error", "message": "The reply could not be completed."}
+    finally:
+        if not finished:
+            # The client went away (the task is being cancelled): keep what was produced.
+            await asyncio.shield(turn.save_partial())
+        await provider.close()
+
+
+def _message_end(analysis: Analysis, outcome: TurnOutcome) -> dict:
+    end = {"intent": analysis.intent, "confidence": outcome.message.confidence,
+           "leadScore": outcome.conversation.lead_score,
+           "suggestedActions": outcome.message.suggested_actions, "outcome": outcome}
+    if outcome.handoff:
+        end["handoff"] = outcome.handoff
+    return end

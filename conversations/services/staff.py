@@ -1,0 +1,105 @@
+"""What the tenant's staff do to a conversation: take it over (or give it to someone), reply
+to the visitor in person, and hand it back to the agent."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import Conflict, FieldError, InvalidRequest, NotFound
+from core.models import EventType
+from tenants.models import User
+
+from ..agent.types import Handoff
+from ..events import emit_conversation_event, message_facts
+from ..models import Conversation, ConversationStatus, Message, Role
+from .lifecycle import hand_off
+from .messages import append_message
+
+MAX_HUMAN_REPLY = 4000
+
+
+def _locked(conversation: Conversation) -> Conversation:
+    return (Conversation.objects.select_for_update(of=("self",)).select_related("tenant")
+            .get(pk=conversation.pk))
+
+
+@transaction.atomic
+def conversation_assign(*, conversation: Conversation, user: User) -> Conversation:
+    """Gives the conversation to ``user``, a person of its tenant.
+
+    An active conversation is taken over (handed off to that person, with
+    ``conversation.handoff``); a handed-off one changes hands; an ended one cannot be assigned.
+    """
+    current = _locked(conversation)
+    if user.tenant_id != current.tenant_id or not user.is_active:
+        raise NotFound("No such member of this tenant's staff.")
+    if not current.is_open:
+        raise Conflict("This conversation has ended.")
+    if current.status == ConversationStatus.ACTIVE:
+        hand_off(current, Handoff(reason=f"Taken over by {user.display_name}", priority="normal",
+                                  suggested_team="sales"), now=timezone.now(), assignee=user)
+        current.save()
+        return current
+    current.assigned_to = user
+    current.save()
+    emit_conversation_event(current, EventType.CONVERSATION_ASSIGNED,
+                            f"Conversation assigned to {user.display_name}")
+    return current
+
+
+@transaction.atomic
+def conversation_hand_back(*, conversation: Conversation) -> Conversation:
+    """Returns a handed-off conversation to the agent: ``active`` again, assigned to nobody.
+
+    The specification names no event for this move: the service's own
+    ``conversation.handed_back`` tells the open streams; the handoff record stays on the
+    conversation as history.
+    """
+    current = _locked(conversation)
+    if current.status != ConversationStatus.HANDED_OFF:
+        raise Conflict("Only a handed-off conversation can be handed back to the agent.")
+    current.status = ConversationStatus.ACTIVE
+    current.assigned_to = None
+    current.save()
+    emit_conversation_event(current, EventType.CONVERSATION_HANDED_BACK,
+                            "Conversation handed back to the agent")
+    return current
+
+
+@transaction.atomic
+def conversation_reply_as_human(*, conversation: Conversation, author: User,
+                                content: str) -> Message:
+    """A person of the tenant answers the visitor of a handed-off conversation assigned to them.
+
+    The reply is an assistant message whose ``author`` is that person; it emits ``message.sent``
+    and so reaches the visitor's open widget at once.
+    """
+    text = _reply_text(content)
+    current = (Conversation.objects.select_for_update(of=("self",))
+               .filter(pk=conversation.pk, tenant_id=author.tenant_id).first())
+    if current is None:
+        raise NotFound()
+    if current.status != ConversationStatus.HANDED_OFF:
+        raise Conflict("Only a handed-off conversation takes a reply from a person: take it over "
+                       "first.")
+    if current.assigned_to_id != author.pk:
+        raise Conflict("This conversation is assigned to someone else.")
+    message = append_message(current, role=Role.ASSISTANT, content=text, now=timezone.now(),
+                             author=author)
+    current.save(update_fields=["message_count", "last_message_at", "updated_at"])
+    emit_conversation_event(current, EventType.MESSAGE_SENT,
+                            f"Reply by {author.display_name} in conversation {current.pk}",
+                            message=message_facts(message))
+    return message
+
+
+def _reply_text(content: str) -> str:
+    text = (content or "").strip()
+    if not text:
+        raise InvalidRequest("Write a reply first.",
+                             details=[FieldError("content", "required", "This field is required.")])
+    if len(text) > MAX_HUMAN_REPLY:
+        raise InvalidRequest(details=[FieldError("content", "too_long",
+                                                 f"At most {MAX_HUMAN_REPLY} characters.")])
+    return text

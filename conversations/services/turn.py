@@ -1,0 +1,449 @@
+"""The chat turn: three short transactions around the provider's two calls, so that no database
+lock is held while a language model thinks.
+
+1. ``turn_open``: find or start the session, store the visitor's message, gather the context.
+2. (provider) ``analyze``.
+3. ``turn_apply``: capture the lead, score, qualify, book, hand off (every state change and its
+   event) and decide what the reply must say (the ``ReplyPlan``).
+4. (provider) ``reply``, streamed or not.
+5. ``turn_close``: store the reply, update the conversation, end it if the visitor left.
+
+``conversations.services.drivers`` drives the five steps for the two kinds of chat request.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import NotFound
+from core.languages import detect_language
+from core.models import EventType
+from core.timestamps import stored_timestamp
+from knowledge.retrieval import retrieve
+from leads.models import Lead
+from leads.services import lead_seen, lead_update
+from tenants.models import Tenant
+
+from .. import scheduling
+from ..agent import rules, scoring
+from ..agent import summary as builtin_summary
+from ..agent.phrases import SUPPORTED as BUILTIN_LANGUAGES
+from ..agent.types import (
+    Analysis,
+    Contact,
+    HistoryMessage,
+    LeadSnapshot,
+    Passage,
+    ReplyLimits,
+    ReplyPlan,
+    TenantFacts,
+    TurnContext,
+)
+from ..events import emit_conversation_event, message_facts
+from ..models import (
+    IDLE_EXPIRY,
+    Channel,
+    Conversation,
+    ConversationStatus,
+    MeetingStatus,
+    Message,
+    Role,
+)
+from . import capture
+from .lifecycle import conversation_end, conversation_start, hand_off
+from .messages import append_message
+
+HISTORY_LIMIT = 20
+HIGH_VALUE_INTENTS = {"purchase_intent", "demo_request", "booking"}
+HIGH_VALUE_CONFIDENCE = 0.8
+HIGH_VALUE_SIGNALS = {"budget", "authority", "timeline", "team_size"}
+QUALIFYING_FLOW = ("need", "timeline", "budget", "authority")  # the order questions are asked
+NO_QUESTION_INTENTS = {"greeting", "goodbye", "human_request", "support", "booking", "contact_info"}
+EMAIL_WORTHY = {"demo_request", "purchase_intent", "pricing", "booking"}
+OPEN_LEAD_STATUSES = {"new", "qualifying", "contacted", "nurturing"}
+MEETING_BOOKED = "meeting_booked"  # the signal that records a booking in this conversation
+# Languages the conversation may be set to from a provider's analysis.
+CONVERSATION_LANGUAGES = BUILTIN_LANGUAGES + ("it", "pt", "nl")
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    tenant: Tenant
+    livemode: bool
+    visitor_id: str
+    message: str
+    session_id: uuid.UUID | None = None
+    channel: str = Channel.API
+    language: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # the request body's metadata
+    request_meta: dict[str, Any] = field(default_factory=dict)  # userAgent, referrer: defaults
+
+
+@dataclass(frozen=True)
+class OpenedTurn:
+    tenant: Tenant  # as the request authenticated it: the later steps need not read it again
+    conversation_id: uuid.UUID
+    user_message_id: uuid.UUID
+    user_message: tuple[int, datetime]  # its sequence and time: the reply's response time
+    reply_id: uuid.UUID  # the assistant message's id, known before it is written
+    silent: bool  # a person has the conversation: the agent does not answer
+    ctx: TurnContext
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    message: Message
+    conversation: Conversation
+    handoff: dict[str, str] | None
+    plan: ReplyPlan | None = None
+
+
+class SessionNotFound(NotFound):
+    default_message = "No such chat session for this visitor."
+
+
+# --- 1. open ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def turn_open(inp: TurnInput) -> OpenedTurn:
+    now = timezone.now()
+    conversation = _session_for(inp, now=now)
+    message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
+    conversation.save(update_fields=["message_count", "last_message_at", "metadata", "updated_at"])
+    emit_conversation_event(conversation, EventType.MESSAGE_RECEIVED,
+                            f"Visitor message in conversation {conversation.pk}",
+                            message=message_facts(message))
+    silent = conversation.status == ConversationStatus.HANDED_OFF
+    return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
+                      user_message_id=message.pk,
+                      user_message=(message.sequence, message.created_at),
+                      reply_id=uuid.uuid4(), silent=silent,
+                      ctx=_context(inp, conversation, message, silent=silent))
+
+
+def _session_for(inp: TurnInput, *, now: datetime) -> Conversation:
+    """The visitor's session to continue, or a new one (docs/conversations.md, "Sessions")."""
+    if inp.session_id is not None:
+        current = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
+                   .filter(pk=inp.session_id, tenant=inp.tenant, livemode=inp.livemode,
+                           visitor_id=inp.visitor_id).first())
+        if current is None:
+            raise SessionNotFound()
+        current.tenant = inp.tenant
+        if current.status == ConversationStatus.ACTIVE and now - current.last_message_at > IDLE_EXPIRY:
+            conversation_end(current, status=ConversationStatus.EXPIRED, reason="expired", now=now)
+        if current.is_open:
+            # Where the visitor came from is what the session first saw; the body's metadata
+            # may add or correct keys on any turn.
+            current.metadata = {**_metadata(inp), **current.metadata, **inp.metadata}
+            return current
+    return conversation_start(tenant=inp.tenant, livemode=inp.livemode,
+                              visitor_id=inp.visitor_id, channel=inp.channel,
+                              metadata=_metadata(inp), language=inp.language or "", now=now)
+
+
+def _metadata(inp: TurnInput) -> dict[str, Any]:
+    return {"userAgent": None, "referrer": None, "landingPage": None, **inp.request_meta,
+            **inp.metadata}
+
+
+def _context(inp: TurnInput, conversation: Conversation, message: Message, *,
+             silent: bool) -> TurnContext:
+    return TurnContext(
+        tenant_name=inp.tenant.name,
+        message=inp.message,
+        history=_history(conversation, message),
+        language=inp.language or detect_language(inp.message) or conversation.language or "en",
+        # A person has a silent conversation: the agent neither answers nor offers anything.
+        passages=[] if silent else retrieve(tenant=inp.tenant, livemode=inp.livemode,
+                                            query=inp.message),
+        lead=_lead_snapshot(conversation.lead),
+        known_contact=_known_contact(conversation),
+        signals=frozenset(conversation.signals),
+        slots=[] if silent else _offered_slots(inp.tenant, conversation),
+        booking_url=inp.tenant.booking_url,
+        meeting_booked=MEETING_BOOKED in conversation.signals,
+        facts=_facts(inp.tenant),
+        limits=ReplyLimits(max_tokens=inp.tenant.agent_max_reply_tokens,
+                           max_chars=inp.tenant.agent_max_reply_chars,
+                           turn_seconds=inp.tenant.agent_turn_seconds),
+    )
+
+
+def _facts(tenant: Tenant) -> TenantFacts:
+    return TenantFacts(product=tenant.product_summary, pricing_url=tenant.pricing_url,
+                       business_hours=tenant.business_hours, booking_url=tenant.booking_url)
+
+
+def _history(conversation: Conversation, message: Message) -> list[HistoryMessage]:
+    """The messages before ``message``, oldest first, at most ``HISTORY_LIMIT``."""
+    recent = (conversation.messages.exclude(pk=message.pk)
+              .order_by("-sequence")[:HISTORY_LIMIT])
+    return [HistoryMessage(role=m.role, content=m.content) for m in reversed(recent)]
+
+
+def _lead_snapshot(lead: Lead | None) -> LeadSnapshot | None:
+    if lead is None:
+        return None
+    return LeadSnapshot(email=lead.email, name=lead.name or None, company=lead.company or None,
+                        status=lead.status, score=lead.score)
+
+
+def _offered_slots(tenant: Tenant, conversation: Conversation) -> list:
+    """The slots offered last turn, which the visitor may now choose among."""
+    starts = map(scheduling.parse_token, conversation.offered_slots)
+    return [scheduling.make_slot(tenant, start) for start in starts if start]
+
+
+def _contact(conversation: Conversation) -> Contact:
+    return Contact(**{k: v for k, v in conversation.contact.items()
+                      if k in Contact.__dataclass_fields__})
+
+
+def _known_contact(conversation: Conversation) -> Contact:
+    known = _contact(conversation)
+    lead = conversation.lead
+    if lead is None:
+        return known
+    return Contact(email=lead.email, name=lead.name or None, company=lead.company or None,
+                   title=lead.title or None, phone=lead.phone or None).merged(known)
+
+
+# --- 3. apply -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Turn:
+    """What ``turn_apply``'s steps share."""
+
+    conversation: Conversation
+    analysis: Analysis
+    contact: Contact
+    seen: set[str]  # signals: the conversation's, the provider's and the rules'
+    slot_token: str | None
+    now: datetime
+    plan: ReplyPlan = field(default_factory=ReplyPlan)
+
+    @property
+    def booked(self) -> bool:
+        return MEETING_BOOKED in self.seen
+
+
+@transaction.atomic
+def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
+    """Applies what the visitor's message meant; returns what the reply must say."""
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
+                    .get(pk=opened.conversation_id))
+    conversation.tenant = opened.tenant
+    turn = _read(conversation, opened.ctx, analysis)
+    lead, captured = capture.capture_lead(conversation, turn.contact)
+    turn.plan = replace(turn.plan, lead_captured=captured)
+    _meeting(turn, lead)
+    _score(turn)
+    _notice_high_value(turn)
+    if turn.plan.booked_slot:
+        capture.announce_meeting(conversation, turn.plan)
+    _hand_off_if_asked(turn)
+    _follow_up(turn)
+    conversation.save()
+    return turn.plan
+
+
+def _read(conversation: Conversation, ctx: TurnContext, analysis: Analysis) -> _Turn:
+    """Merges what the provider and the deterministic rules read in the message into the
+    conversation: contact details, intents, signals, language."""
+    reading = rules.read(ctx.message)  # the deterministic net under any model
+    # What is known stays (a later mis-reading must not rename a company); a new email wins, as
+    # visitors correct their address.
+    contact = ctx.known_contact.merged(analysis.contact).merged(reading.contact)
+    contact = replace(contact, email=analysis.contact.email or reading.contact.email or contact.email)
+    if analysis.intent not in conversation.intents:
+        conversation.intents = [*conversation.intents, analysis.intent]
+    conversation.contact = contact.as_dict()
+    if analysis.language in CONVERSATION_LANGUAGES:
+        conversation.language = conversation.language or analysis.language
+    return _Turn(conversation=conversation, analysis=analysis, contact=contact,
+                 seen=set(conversation.signals) | set(analysis.signals) | set(reading.signals),
+                 slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now())
+
+
+def _meeting(turn: _Turn, lead: Lead | None) -> None:
+    """Books the slot the visitor chose, or offers slots (or the booking link) on request."""
+    if turn.booked:
+        return
+    conversation = turn.conversation
+    if turn.slot_token:
+        turn.plan = capture.book(conversation, lead, turn.slot_token, turn.plan, now=turn.now)
+        if turn.plan.booked_slot:
+            turn.seen.add(MEETING_BOOKED)
+    elif turn.analysis.wants_meeting and conversation.tenant.booking_url:
+        turn.plan = replace(turn.plan, booking_url=conversation.tenant.booking_url)
+    elif turn.analysis.wants_meeting:
+        turn.plan = capture.offer_slots(conversation, turn.plan, now=turn.now)
+
+
+def _score(turn: _Turn) -> None:
+    """Scores the conversation and moves its lead: score, status, last intent, qualified."""
+    conversation, tenant = turn.conversation, turn.conversation.tenant
+    result = scoring.score(turn.contact, frozenset(turn.seen))
+    conversation.signals = sorted(turn.seen)
+    conversation.lead_score = result.value
+    conversation.score_reasons = result.reasons
+    lead = conversation.lead
+    if lead is None:
+        return
+    changes = _lead_changes(lead, score=result.value, intent=turn.analysis.intent)
+    if changes:
+        lead = lead_update(lead=lead, changes=changes, touch_activity=True)
+    reason = scoring.qualifies(result, turn.contact, min_score=tenant.qualification_min_score,
+                               min_bant=tenant.qualification_min_bant)
+    if reason and lead.status in OPEN_LEAD_STATUSES:
+        lead = lead_update(lead=lead, changes={"status": "qualified"}, qualification_reason=reason)
+        turn.plan = replace(turn.plan, qualified=True)
+    conversation.lead = lead
+
+
+def _lead_changes(lead: Lead, *, score: int, intent: str) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if lead.score != score:
+        changes["score"] = score
+    if lead.status == "new":
+        changes["status"] = "qualifying"  # a conversation is in progress
+    if lead.last_intent != intent:
+        changes["last_intent"] = intent
+    return changes
+
+
+def _notice_high_value(turn: _Turn) -> None:
+    """``intent.high_value``, once a conversation, for a strong buying intent with signals."""
+    conversation, analysis = turn.conversation, turn.analysis
+    if (conversation.high_value_notified or analysis.intent not in HIGH_VALUE_INTENTS
+            or analysis.confidence < HIGH_VALUE_CONFIDENCE or not turn.seen & HIGH_VALUE_SIGNALS):
+        return
+    conversation.high_value_notified = True
+    emit_conversation_event(
+        conversation, EventType.INTENT_HIGH_VALUE,
+        f"High-value intent ({analysis.intent}) in conversation {conversation.pk}",
+        lead_id=None if conversation.lead_id is None else str(conversation.lead_id),
+        intent=analysis.intent, confidence=round(analysis.confidence, 3),
+        signals=sorted(turn.seen),
+        estimated_deal_size=float(conversation.tenant.default_deal_value))
+
+
+def _hand_off_if_asked(turn: _Turn) -> None:
+    handoff = turn.analysis.handoff
+    if handoff and turn.conversation.status == ConversationStatus.ACTIVE:
+        turn.plan = replace(turn.plan, handoff=handoff)
+        hand_off(turn.conversation, handoff, now=turn.now)
+
+
+def _follow_up(turn: _Turn) -> None:
+    """What the reply should ask for next: an email to follow up, or a qualifying question."""
+    if turn.plan.handoff:
+        return
+    if turn.conversation.lead is None and _worth_an_email(turn):
+        turn.plan = replace(turn.plan, needs_email=True)
+    if turn.analysis.intent not in NO_QUESTION_INTENTS and not turn.booked:
+        missing = [signal for signal in QUALIFYING_FLOW if signal not in turn.seen]
+        if missing:
+            turn.plan = replace(turn.plan, next_question=missing[0])
+
+
+def _worth_an_email(turn: _Turn) -> bool:
+    """A meeting, a buying question or a qualifying signal: follow-up needs an address."""
+    analysis = turn.analysis
+    return bool(analysis.wants_meeting or turn.slot_token or analysis.intent in EMAIL_WORTHY
+                or turn.seen & set(scoring.BANT))
+
+
+# --- 5. close -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None, content: str,
+               cited: list[Passage], interrupted: bool = False,
+               turn: dict[str, Any] | None = None) -> TurnOutcome:
+    now = timezone.now()
+    # With its lead: the surfaces' responses show it (the legacy widget's page events), and they
+    # run on the event loop, where nothing may be read lazily.
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
+                    .get(pk=opened.conversation_id))
+    conversation.tenant = opened.tenant
+    handoff = plan.handoff.as_dict() if plan and plan.handoff else None
+    message = append_message(
+        conversation, role=Role.ASSISTANT, content=content, now=now, id=opened.reply_id,
+        intent=analysis.intent, confidence=round(analysis.confidence, 3),
+        suggested_actions=suggested_actions(opened.ctx, analysis, plan, cited),
+        handoff=handoff, sources=[_source(passage) for passage in cited],
+        interrupted=interrupted, turn=turn or {},
+    )
+    _summarize(conversation, analysis)
+    if not conversation.language:
+        conversation.language = opened.ctx.language
+    conversation.save(update_fields=["message_count", "last_message_at", "subject", "summary",
+                                     "language", "updated_at"])
+    if conversation.lead_id:
+        lead_seen(lead_id=conversation.lead_id, at=now)
+    sequence, at = opened.user_message
+    previous = ({"role": "user", "created_at": stored_timestamp(at)}
+                if message.sequence == sequence + 1 else None)
+    emit_conversation_event(conversation, EventType.MESSAGE_SENT,
+                            f"Assistant reply in conversation {conversation.pk}",
+                            message=message_facts(message), previous_message=previous)
+    if analysis.ends_conversation and conversation.status == ConversationStatus.ACTIVE:
+        conversation_end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left",
+                         now=now)
+    return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan)
+
+
+def _source(passage: Passage) -> dict[str, str]:
+    """A knowledge document a reply used, as the message keeps it."""
+    return {"documentId": str(passage.document_id), "title": passage.title,
+            **({"url": passage.url} if passage.url else {})}
+
+
+def _summarize(conversation: Conversation, analysis: Analysis) -> None:
+    """The conversation's subject and summary: the provider's, or the builtin agent's."""
+    contact = _contact(conversation)
+    conversation.subject = (analysis.subject
+                            or builtin_summary.subject(conversation.intents, contact))[:200]
+    if analysis.summary:
+        conversation.summary = analysis.summary
+        return
+    meeting = (conversation.meetings.filter(status=MeetingStatus.SCHEDULED).first()
+               if MEETING_BOOKED in conversation.signals else None)
+    conversation.summary = builtin_summary.summary(
+        intents=conversation.intents, contact=contact, signals=conversation.signals,
+        score=conversation.lead_score,
+        meeting=scheduling.make_slot(conversation.tenant, meeting.starts_at).label if meeting else None,
+        handed_off=conversation.status == ConversationStatus.HANDED_OFF,
+    )
+
+
+def suggested_actions(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan | None,
+                      cited: list[Passage]) -> list[dict[str, str]]:
+    """Follow-ups the widget shows as buttons (``reply``) and links (``link``)."""
+    if plan is None or plan.handoff:
+        return []
+    actions: list[dict[str, str]] = []
+    for slot in plan.offer_slots:
+        actions.append({"type": "reply", "label": slot.label, "message": f"Book {slot.token}"})
+    if plan.booking_url:
+        actions.append({"type": "link", "label": "Book a discovery call", "url": plan.booking_url})
+    for passage in cited:
+        if passage.url:
+            actions.append({"type": "link", "label": passage.title[:80], "url": passage.url})
+    if analysis.intent == "greeting" and not ctx.history:
+        actions += [
+            {"type": "reply", "label": "See pricing", "message": "How much does it cost?"},
+            {"type": "reply", "label": "Book a demo", "message": "I'd like to book a demo."},
+            {"type": "reply", "label": "Talk to a person", "message": "Can I talk to a person?"},
+        ]
+    return actions

@@ -1,0 +1,121 @@
+"""Statements written out by hand for the few hottest reads, and rows read back into models.
+
+The ORM compiles a statement on every call, and on this service's busiest paths that took
+longer than the database takes to run it (docs/performance.md, "The serving path"). Those few
+statements are written here once; ``ModelColumns`` reads their rows into model instances with
+the converters the ORM itself would apply, so the instances are the ORM's in every respect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connection, connections
+from django.db.models import Model
+
+
+def quote(name: str) -> str:
+    return f'"{name}"'  # PostgreSQL and SQLite quote names alike
+
+
+def iso_timestamp_sql(sql: str) -> str:
+    """SQL that formats the timestamp expression ``sql`` (free of parameters) as the API writes
+    it, exactly as ``core.timestamps.format_timestamp`` does (UTC, milliseconds truncated,
+    ``Z``). A page of 100 leads carries 400 timestamps; turning each into a ``datetime`` and
+    back into text in Python cost about a third of the request's CPU."""
+    if connection.vendor == "postgresql":
+        # to_char's MS truncates, as Python's isoformat(timespec="milliseconds") does.
+        return f"to_char(({sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    if connection.vendor == "sqlite":
+        # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC; strftime's %f would round.
+        text = f"({sql})"
+        return (f"(substr({text}, 1, 10) || 'T' || substr({text}, 12, 8) || '.' || "
+                f"substr({text} || '.000000', 21, 3) || 'Z')")
+    raise NotSupportedError(f"iso_timestamp_sql is not implemented for {connection.vendor}")
+
+
+class ModelColumns:
+    """Every concrete column of ``model`` under ``alias``: the select list, and the reading of
+    the matching slice of a row into an instance."""
+
+    def __init__(self, model: type[Model], alias: str):
+        self.model = model
+        self.alias = alias
+        self.fields = model._meta.concrete_fields
+        self.attnames = [f.attname for f in self.fields]
+        self.sql = ", ".join(f"{quote(alias)}.{quote(f.column)}" for f in self.fields)
+        # The converters of each column, found once per connection (each thread has its own).
+        self._converters: WeakKeyDictionary[Any, list[tuple[int, Any, list]]] = (
+            WeakKeyDictionary())
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def _converters_for(self, wrapper) -> list[tuple[int, Any, list]]:
+        found = self._converters.get(wrapper)
+        if found is None:
+            found = []
+            for index, field in enumerate(self.fields):
+                column = field.get_col(self.alias)
+                converters = (wrapper.ops.get_db_converters(column)
+                              + field.get_db_converters(wrapper))
+                if converters:
+                    found.append((index, column, converters))
+            self._converters[wrapper] = found
+        return found
+
+    def load(self, values: tuple | list) -> Model:
+        """The instance for ``values``, the row's slice that ``sql`` selected."""
+        wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's connection
+        loaded = list(values)
+        for index, column, converters in self._converters_for(wrapper):
+            value = loaded[index]
+            for convert in converters:
+                value = convert(value, column, wrapper)
+            loaded[index] = value
+        return self.model.from_db(wrapper.alias, self.attnames, loaded)
+
+
+def fetch_one(sql: str, params: list[Any]) -> tuple | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+def fetch_all(sql: str, params: list[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def add_to_counters(model: type[Model], *, key: tuple[str, ...], counters: tuple[str, ...],
+                    deltas: dict[tuple[Any, ...], dict[str, int]]) -> None:
+    """Adds ``deltas`` (key values -> {counter: change}) to the counter rows of ``model``,
+    creating the rows that do not exist yet: one ``INSERT … ON CONFLICT DO UPDATE`` for all keys.
+
+    ``key`` names the fields of a unique constraint, ``counters`` every counter column (a new
+    row starts with the changes, the others at 0). Keys go in sorted order, so two transactions
+    moving counts between the same rows take their locks in the same order and cannot deadlock
+    on them. Keys whose changes are all zero are left alone.
+    """
+    changes = sorted((values, change) for values, change in deltas.items() if any(change.values()))
+    if not changes:
+        return
+    opts = model._meta
+    keys = [opts.get_field(name) for name in key]
+    table = quote(opts.db_table)
+    key_columns = ", ".join(quote(field.column) for field in keys)
+    row = "(" + ", ".join(["%s"] * (len(keys) + len(counters))) + ")"
+    updates = ", ".join(f"{quote(name)} = {table}.{quote(name)} + EXCLUDED.{quote(name)}"
+                        for name in counters)
+    params: list[Any] = []
+    for values, change in changes:
+        params += [field.get_db_prep_save(value, connection)
+                   for field, value in zip(keys, values, strict=True)]
+        params += [change.get(name, 0) for name in counters]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({key_columns}, {', '.join(map(quote, counters))}) "
+            f"VALUES {', '.join([row] * len(changes))} "
+            f"ON CONFLICT ({key_columns}) DO UPDATE SET {updates}", params)

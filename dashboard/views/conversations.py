@@ -1,0 +1,177 @@
+"""Conversations: transcripts, the handoffs assigned to me, and the human takeover (reply, hand
+back to the agent, close), with the transcript kept live by the conversation's event stream."""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from conversations import live
+from conversations import selectors as conversation_selectors
+from conversations import services as conversation_services
+from conversations.api.sse import event_stream_response, frame
+from conversations.models import Channel, ConversationStatus
+from tenants import selectors as tenant_selectors
+
+from ..auth import dashboard_view, resolve_actor
+from .common import attempt, page_of, query_without_page
+
+TRANSCRIPT_CAP = 500
+# Tab: its label and the statuses it lists (None: every status). "mine" also needs a person.
+TABS = {
+    "mine": ("Assigned to me", (ConversationStatus.HANDED_OFF,)),
+    "handed_off": ("All handoffs", (ConversationStatus.HANDED_OFF,)),
+    "active": ("Active", (ConversationStatus.ACTIVE,)),
+    "ended": ("Ended", (ConversationStatus.CLOSED, ConversationStatus.EXPIRED)),
+    "all": ("All", None),
+}
+
+
+def _tab(request: HttpRequest) -> str:
+    """The tab asked for; staff start on their own handoffs, the admin token on all of them."""
+    person = request.actor.user is not None
+    tab = request.GET.get("view") or ("mine" if person else "handed_off")
+    if tab not in TABS or (tab == "mine" and not person):
+        return "all"
+    return tab
+
+
+@dashboard_view()
+def conversation_index(request: HttpRequest) -> HttpResponse:
+    actor = request.actor
+    tab = _tab(request)
+    channel = request.GET.get("channel", "")
+    conversations = actor.read(conversation_selectors.conversation_queue, statuses=TABS[tab][1],
+                               assignee=actor.user if tab == "mine" else None,
+                               channel=channel if channel in Channel.values else None)
+    tabs = {key: label for key, (label, _) in TABS.items() if key != "mine" or actor.user is not None}
+    return render(request, "dashboard/conversations.html", {
+        "page": page_of(request, conversations),
+        "view": tab, "views": tabs, "channel": channel, "channels": Channel.choices,
+        "query": query_without_page(request), "section": "conversations",
+    })
+
+
+class ReplyForm(forms.Form):
+    content = forms.CharField(label="Your reply", max_length=4000,
+                              widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class AssignForm(forms.Form):
+    user = forms.UUIDField()
+
+
+def _conversation(request: HttpRequest, conversation_id: str):
+    return request.actor.get(conversation_selectors.conversation_get, conversation_id=conversation_id)
+
+
+@dashboard_view()
+def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    actor = request.actor
+    conversation = _conversation(request, conversation_id)
+    transcript = actor.read(conversation_selectors.conversation_transcript,
+                            conversation_id=conversation.pk, limit=TRANSCRIPT_CAP)
+    mine = (actor.user is not None and conversation.status == ConversationStatus.HANDED_OFF
+            and conversation.assigned_to_id == actor.user.pk)
+    return render(request, "dashboard/conversation_detail.html", {
+        "conversation": conversation,
+        "transcript": transcript,
+        "truncated": conversation.message_count > len(transcript),
+        "mine": mine,
+        "reply_form": ReplyForm(),
+        "staff": (actor.read(tenant_selectors.tenant_users, both_modes=True)
+                  if actor.can_manage else []),
+        "handoff_context": (conversation.handoff or {}).get("context") or {},
+        "section": "conversations",
+    })
+
+
+@require_POST
+@dashboard_view()
+def conversation_reply(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = _conversation(request, conversation_id)
+    form = ReplyForm(request.POST)
+    if request.actor.user is None:
+        messages.error(request, "Replies are signed by a person: sign in with your staff account.")
+    elif not form.is_valid():
+        messages.error(request, "Write a reply of 1 to 4,000 characters.")
+    else:
+        attempt(request, lambda: conversation_services.conversation_reply_as_human(
+            conversation=conversation, author=request.actor.user,
+            content=form.cleaned_data["content"]), "Reply sent.")
+    return redirect("dashboard:conversation", conversation_id=conversation.pk)
+
+
+@require_POST
+@dashboard_view()
+def conversation_take_over(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = _conversation(request, conversation_id)
+    if request.actor.user is None:
+        messages.error(request, "Only a person can take a conversation over: assign it instead.")
+    else:
+        attempt(request, lambda: conversation_services.conversation_assign(
+            conversation=conversation, user=request.actor.user),
+            "You have the conversation: the agent stays silent until you hand it back.")
+    return redirect("dashboard:conversation", conversation_id=conversation.pk)
+
+
+@require_POST
+@dashboard_view(manage=True)
+def conversation_assign(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = _conversation(request, conversation_id)
+    form = AssignForm(request.POST)
+    user = (request.actor.read(tenant_selectors.tenant_user_get, both_modes=True,
+                               user_id=form.cleaned_data["user"])
+            if form.is_valid() else None)
+    if user is None:
+        messages.error(request, "Choose a member of your staff.")
+    else:
+        attempt(request, lambda: conversation_services.conversation_assign(
+            conversation=conversation, user=user), f"Assigned to {user.display_name}.")
+    return redirect("dashboard:conversation", conversation_id=conversation.pk)
+
+
+@require_POST
+@dashboard_view()
+def conversation_hand_back(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = _conversation(request, conversation_id)
+    attempt(request, lambda: conversation_services.conversation_hand_back(conversation=conversation),
+            "Handed back: the agent answers the visitor again.")
+    return redirect("dashboard:conversation", conversation_id=conversation.pk)
+
+
+@require_POST
+@dashboard_view()
+def conversation_close(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = _conversation(request, conversation_id)
+    attempt(request, lambda: conversation_services.conversation_close(
+        conversation=conversation, reason="closed_by_staff"), "Conversation closed.")
+    return redirect("dashboard:conversation", conversation_id=conversation.pk)
+
+
+def _stream_target(request: HttpRequest, conversation_id: str):
+    """The id of the conversation to listen to, if the signed-in actor may see it."""
+    actor = resolve_actor(request)
+    if actor is None:
+        return None
+    conversation = actor.read(conversation_selectors.conversation_get,
+                              conversation_id=conversation_id)
+    return conversation.pk if conversation else None
+
+
+async def conversation_events(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """Server-Sent Events of one conversation for its transcript page (the rep's side of the
+    takeover): the visitor's messages and status changes as they happen."""
+    target = await sync_to_async(_stream_target)(request, conversation_id)
+    if target is None:
+        raise Http404()
+
+    async def frames():
+        async for item in live.listen(target):
+            yield b": keep-alive\n\n" if item is None else frame(*item)
+
+    return event_stream_response(frames())

@@ -1,0 +1,110 @@
+"""API keys: generate (the value shown once), rotate with the 24-hour grace period, revoke the
+old key early, revoke. The secret is shown in the response to the POST that made it and stored
+nowhere (not even in the session): a reload asks the browser to post again, not to show it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from apikeys import selectors as apikey_selectors
+from apikeys import services as apikey_services
+from apikeys.models import KeyStatus, Scope
+
+from ..auth import dashboard_view
+from .common import attempt
+
+if TYPE_CHECKING:
+    from apikeys.models import ApiKey
+
+SHOWN = 200
+
+
+class KeyForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Name",
+                           widget=forms.TextInput(attrs={"placeholder": "CRM sync"}))
+    scope = forms.ChoiceField(choices=Scope.choices, initial=Scope.READ)
+    mode = forms.ChoiceField(choices=[("live", "Live (sk_live_)"), ("test", "Test (sk_test_)")],
+                             initial="live")
+
+
+def _key(request: HttpRequest, key_id: str) -> ApiKey:
+    """A key of the tenant, live or test (keys belong to the tenant, whichever mode is shown)."""
+    return request.actor.get(apikey_selectors.api_key_get, both_modes=True, key_id=key_id)
+
+
+def _created_by(request: HttpRequest) -> str:
+    actor = request.actor
+    return f"dashboard:{actor.user.email}" if actor.user else "dashboard:admin-token"
+
+
+def _shown_once(request: HttpRequest, key: ApiKey, raw: str, *, rotated: ApiKey | None = None,
+                ) -> HttpResponse:
+    response = render(request, "dashboard/key_created.html", {
+        "key": key, "raw": raw, "rotated": rotated, "section": "keys"})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@dashboard_view(manage=True)
+def key_index(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    keys = request.actor.read(apikey_selectors.api_key_list, both_modes=True, limit=SHOWN)
+    in_grace = {k.replaced_by_id for k in keys if k.replaced_by_id and k.status_at(now) == KeyStatus.GRACE}
+    rows = [{"key": k, "status": k.status_at(now), "label": KeyStatus(k.status_at(now)).label,
+             "has_old_in_grace": k.pk in in_grace} for k in keys]
+    return render(request, "dashboard/keys.html", {"rows": rows, "form": KeyForm(),
+                                                   "section": "keys"})
+
+
+@require_POST
+@dashboard_view(manage=True)
+def key_create(request: HttpRequest) -> HttpResponse:
+    form = KeyForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "A key needs a name (1-100 characters), a scope and a mode.")
+        return redirect("dashboard:keys")
+    data = form.cleaned_data
+    # The form chooses the new key's mode; the tenant is the actor's.
+    created = attempt(request, lambda: request.actor.write(
+        apikey_services.api_key_create, both_modes=True, name=data["name"], scope=data["scope"],
+        livemode=data["mode"] == "live", created_by=_created_by(request)),
+        f"Key “{data['name']}” created.")
+    if created is None:
+        return redirect("dashboard:keys")
+    return _shown_once(request, *created)
+
+
+@require_POST
+@dashboard_view(manage=True)
+def key_rotate(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = _key(request, key_id)
+    rotated = attempt(request,
+                      lambda: apikey_services.api_key_rotate(key=key, created_by=_created_by(request)),
+                      f"Key “{key.name}” rotated: the old key keeps working for 24 hours.")
+    if rotated is None:
+        return redirect("dashboard:keys")
+    return _shown_once(request, *rotated, rotated=key)
+
+
+@require_POST
+@dashboard_view(manage=True)
+def key_revoke_old(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = _key(request, key_id)
+    attempt(request, lambda: apikey_services.api_key_revoke_old(key=key),
+            "The old key is revoked: only the new one works now.")
+    return redirect("dashboard:keys")
+
+
+@require_POST
+@dashboard_view(manage=True)
+def key_revoke(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = _key(request, key_id)
+    attempt(request, lambda: apikey_services.api_key_revoke(key=key), f"Key “{key.name}” revoked.")
+    return redirect("dashboard:keys")

@@ -1,0 +1,104 @@
+"""Leads: search, filters, and one lead with its conversations, score reasons and history."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_POST
+
+from analytics import selectors as analytics_selectors
+from conversations import selectors as conversation_selectors
+from leads import selectors as lead_selectors
+from leads import services as lead_services
+from leads.vocabulary import V1_STATUSES, LeadSource, LeadStatus
+
+from ..auth import dashboard_view
+from .common import PAGE_SIZE, attempt, query_without_page
+
+STATUS_LABELS = dict(LeadStatus.choices)
+
+
+class LeadFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    status = forms.ChoiceField(required=False, choices=[("", "Any status")] +
+                               [(s, s.capitalize()) for s in V1_STATUSES])
+    source = forms.ChoiceField(required=False, choices=[("", "Any source")] + LeadSource.choices)
+
+
+class _CountedPage:
+    """A page of selector rows that Django's pagination template tags can read."""
+
+    def __init__(self, rows, number: int, total: int):
+        self.object_list = rows
+        self.paginator = Paginator(range(total), PAGE_SIZE)
+        self.page = self.paginator.get_page(number)
+
+    def __getattr__(self, name):
+        return getattr(self.page, name)
+
+    def __iter__(self):
+        return iter(self.object_list)
+
+    def __len__(self) -> int:
+        return len(self.object_list)
+
+
+def _page_number(request: HttpRequest) -> int:
+    try:
+        return max(1, int(request.GET.get("page", 1)))
+    except ValueError:
+        return 1
+
+
+@dashboard_view()
+def lead_index(request: HttpRequest) -> HttpResponse:
+    form = LeadFilterForm(request.GET or None)
+    data = form.cleaned_data if form.is_valid() else {}
+    page = request.actor.read(lead_selectors.lead_find, q=data.get("q") or "",
+                              status=data.get("status") or None, source=data.get("source") or None,
+                              page=_page_number(request), limit=PAGE_SIZE)
+    for row in page.items:
+        row["status_label"] = STATUS_LABELS[row["status"]]
+        # The selector's rows carry the API's formatted timestamp; the template formats its own.
+        row["created_at"] = parse_datetime(row["createdAt"])
+    return render(request, "dashboard/leads.html", {
+        "form": form, "page": _CountedPage(page.items, page.page, page.total), "total": page.total,
+        "query": query_without_page(request), "section": "leads",
+    })
+
+
+class LeadStatusForm(forms.Form):
+    status = forms.ChoiceField(choices=LeadStatus.choices)
+
+
+@dashboard_view()
+def lead_detail(request: HttpRequest, lead_id: str) -> HttpResponse:
+    actor = request.actor
+    lead = actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    return render(request, "dashboard/lead_detail.html", {
+        "lead": lead,
+        "status_form": LeadStatusForm(initial={"status": lead.status}),
+        "conversations": actor.read(conversation_selectors.lead_conversation_list, lead_id=lead.pk,
+                                    limit=20),
+        "meetings": actor.read(conversation_selectors.lead_meetings, lead_id=lead.pk, limit=10),
+        "events": actor.read(analytics_selectors.lead_events, lead_id=lead.pk, limit=25),
+        "section": "leads",
+    })
+
+
+@require_POST
+@dashboard_view()
+def lead_set_status(request: HttpRequest, lead_id: str) -> HttpResponse:
+    lead = request.actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    form = LeadStatusForm(request.POST)
+    if form.is_valid():
+        status = form.cleaned_data["status"]
+        attempt(request, lambda: lead_services.lead_update(lead=lead, changes={"status": status}),
+                f"Status set to {STATUS_LABELS[status]}.")
+    else:
+        messages.error(request, "Choose one of the listed statuses.")
+    return redirect("dashboard:lead", lead_id=lead.pk)

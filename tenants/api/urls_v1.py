@@ -1,0 +1,10 @@
+"""The tenants' v1 routes, under ``/api/v1/``."""
+
+from django.urls import path
+
+from .v1 import UserViewSet
+
+urlpatterns = [
+    path("users", UserViewSet.as_view({"get": "list"}), name="v1-users"),
+    path("users/<str:id>", UserViewSet.as_view({"get": "retrieve"}), name="v1-user"),
+]

@@ -1,0 +1,145 @@
+"""The error envelope of each surface, for every kind of failure."""
+
+import logging
+
+import pytest
+from django.test import override_settings
+
+V1_KEYS = {"code", "message", "doc_url"}
+
+
+def _v1_error(r, status, code):
+    assert r.status_code == status, r.content
+    assert r.headers["content-type"].startswith("application/json")
+    error = r.json()["error"]
+    assert set(error) >= V1_KEYS
+    assert error["code"] == code
+    assert error["doc_url"] == f"https://testserver/docs/errors#{code}"
+    return error
+
+
+def _legacy_error(r, status):
+    assert r.status_code == status, r.content
+    assert set(r.json()) == {"error"}
+    assert isinstance(r.json()["error"], str) and r.json()["error"]
+    return r.json()["error"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nope", "/api/v1/leads/x/y/z", "/api/v1", "/api/v1/"])
+def test_unknown_v1_routes_are_404_in_the_v1_envelope(api, path):
+    _v1_error(api.get(path), 404, "not_found")
+    _v1_error(api.post(path, json={}), 404, "not_found")
+
+
+@pytest.mark.parametrize("path", ["/api/nope", "/api/leads/x/y/z", "/api"])
+def test_unknown_legacy_routes_are_404_in_the_legacy_envelope(api, path):
+    _legacy_error(api.get(path), 404)
+
+
+def test_wrong_method(api, kit):
+    error = _v1_error(api.delete("/api/v1/users", headers=kit.auth("admin")), 405, "invalid_request")
+    assert "DELETE" in error["message"]
+    _legacy_error(api.request("PUT", "/api/admin/auth", headers=kit.auth("admin"), json={}), 405)
+
+
+@pytest.fixture
+def probes(settings):
+    settings.ROOT_URLCONF = "tests.urls_probe"
+
+
+def test_malformed_json_is_400_invalid_request(api, kit, probes):
+    r = api.post("/api/v1/_probe", headers={**kit.auth("write"), "Content-Type": "application/json"},
+                 content=b'{"message": ')
+    error = _v1_error(r, 400, "invalid_request")
+    assert error["details"] == []
+    assert "JSON" in error["message"]
+    r = api.post("/api/admin/auth", headers={"Content-Type": "application/json"}, content=b"{nope")
+    assert "JSON" in _legacy_error(r, 400)
+
+
+def test_unsupported_media_type_is_415(api, kit, probes):
+    r = api.post("/api/v1/_probe", headers={**kit.auth("write"), "Content-Type": "text/plain"},
+                 content=b"hello")
+    _v1_error(r, 415, "invalid_request")
+    r = api.post("/api/admin/auth", headers={"Content-Type": "application/xml"}, content=b"<a/>")
+    _legacy_error(r, 415)
+
+
+def test_oversize_body_is_413(api, kit, probes, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    r = api.post("/api/v1/_probe", headers=kit.auth("write"), json={"x": "a" * 4096})
+    _v1_error(r, 413, "invalid_request")
+    r = api.post("/api/_probe", json={"x": "a" * 4096})
+    _legacy_error(r, 413)
+    # Under the limit the same request goes through.
+    r = api.post("/api/v1/_probe", headers=kit.auth("write"), json={"x": "a" * 100})
+    assert r.status_code == 200 and r.json() == {"received": {"x": "a" * 100}}
+
+
+def test_unexpected_exceptions_are_500_without_a_trace_and_logged(api, kit, probes, caplog):
+    with caplog.at_level(logging.ERROR, logger="salesagent.api"):
+        r = api.get("/api/v1/_probe", headers=kit.auth("read"))
+    error = _v1_error(r, 500, "internal_error")
+    request_id = r.headers["X-Request-Id"]
+    assert error["requestId"] == request_id and request_id in error["message"]
+    assert "hunter2" not in r.text and "Traceback" not in r.text
+    assert any("hunter2" in (rec.exc_text or str(rec.exc_info)) for rec in caplog.records)
+    assert any(request_id in rec.getMessage() for rec in caplog.records)
+
+    r = api.get("/api/_probe")
+    assert "hunter2" not in _legacy_error(r, 500)
+
+
+@pytest.mark.parametrize(("kind", "status", "code", "message"), [
+    ("not-found", 404, "not_found", "The requested resource does not exist."),
+    ("not-acceptable", 406, "invalid_request", "Could not satisfy the request Accept header."),
+    ("throttled", 429, "rate_limit_exceeded", "Too many requests."),
+    ("denied", 403, "forbidden", "You do not have permission to do this."),
+    ("suspicious", 400, "invalid_request", "The request was rejected as malformed."),
+    ("teapot", 418, "invalid_request", "I am a teapot."),
+    ("unavailable", 503, "internal_error", "The probe is down."),
+])
+def test_each_kind_of_exception_has_its_status_code_and_message(api, kit, probes, kind, status,
+                                                                  code, message):
+    error = _v1_error(api.get(f"/api/v1/_raise/{kind}", headers=kit.auth("read")), status, code)
+    assert error["message"] == message
+    assert _legacy_error(api.get(f"/api/_raise/{kind}"), status) == message
+
+
+def test_a_throttled_request_says_when_to_come_back(api, kit, probes):
+    r = api.get("/api/v1/_raise/throttled", headers=kit.auth("read"))
+    assert r.json()["retryAfter"] == 7 and r.json()["error"]["retryAfter"] == 7
+    assert r.headers["Retry-After"] == "7" and r.headers["X-RateLimit-RetryAfter"] == "7"
+
+
+def test_every_response_carries_a_request_id(api):
+    r = api.get("/api/health")
+    assert r.headers["X-Request-Id"].startswith("req_")
+    r = api.get("/api/health", headers={"X-Request-Id": "lb-1234567890"})
+    assert r.headers["X-Request-Id"] == "lb-1234567890"
+    r = api.get("/api/health", headers={"X-Request-Id": "bad id\nwith newline"[:10]})
+    assert r.headers["X-Request-Id"].startswith("req_")
+
+
+def test_v1_validation_errors_carry_field_details(api, kit):
+    r = api.get("/api/v1/users?limit=500&page=x", headers=kit.auth("read"))
+    error = _v1_error(r, 400, "invalid_request")
+    assert sorted((d["field"], d["code"]) for d in error["details"]) == [
+        ("limit", "out_of_range"), ("page", "invalid_format")]
+    assert all(d["message"] for d in error["details"])
+
+
+def test_error_reference_page_is_served(api):
+    r = api.get("/docs/errors")
+    assert r.status_code == 200
+    for code in ("invalid_request", "unauthorized", "forbidden", "not_found", "conflict",
+                 "unprocessable", "rate_limit_exceeded", "internal_error", "bad_gateway",
+                 "service_unavailable", "gateway_timeout"):
+        assert f'id="{code}"' in r.text
+
+
+@override_settings(ALLOWED_HOSTS=["example.com"])
+def test_disallowed_host_still_gets_an_envelope(api):
+    r = api.get("/api/v1/users")
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == "invalid_request"

@@ -1,0 +1,46 @@
+"""The dashboard's leads list: the source filter is part of the query, so pages are full and the
+total counts only the leads of that source, with or without a search."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.utils.dateformat import format as date_format
+from django.utils.timezone import localtime
+
+from leads.models import Lead
+from tests.dashboard.client import signed_in
+from tests.factories import make_lead
+
+ROW = re.compile(r'href="/dashboard/leads/[0-9a-f-]{36}/"')
+
+
+@pytest.fixture
+def sixty_leads(kit):
+    """40 form leads and 20 imported ones, interleaved in time, all at Globex."""
+    for i in range(60):
+        make_lead(kit, email=f"lead{i}@globex.example", company="Globex",
+                  source="import" if i % 3 == 0 else "form")
+
+
+def rows(page: str) -> int:
+    return len(ROW.findall(page))
+
+
+@pytest.mark.parametrize("search", ["", "q=globex&"], ids=["list", "search"])
+def test_the_source_filter_fills_pages_and_counts_only_that_source(manager, sixty_leads, search,
+                                                                   django_assert_max_num_queries):
+    client = signed_in(manager)
+    client.get("/dashboard/")
+    with django_assert_max_num_queries(8):
+        first = client.get(f"/dashboard/leads/?{search}source=form").content.decode()
+    assert rows(first) == 25 and "40 in all" in first and "Page 1 of 2" in first
+    assert "@globex.example" in first and ">import<" not in first
+    newest = Lead.objects.filter(source="form").latest("created_at")
+    assert date_format(localtime(newest.created_at), "M j, Y H:i") in first  # the Created column
+    second = client.get(f"/dashboard/leads/?{search}source=form&page=2").content.decode()
+    assert rows(second) == 15 and "40 in all" in second and "Page 2 of 2" in second
+    imported = client.get(f"/dashboard/leads/?{search}source=import").content.decode()
+    assert rows(imported) == 20 and "20 in all" in imported and ">form<" not in imported
+    assert "Page 1 of" not in imported  # one page: no pager

@@ -1,0 +1,10 @@
+"""The widget's legacy routes, under ``/api/`` (public: the widget on customers' pages)."""
+
+from django.urls import path
+
+from .legacy import ChatStreamView, WidgetConfigView
+
+urlpatterns = [
+    path("chat/stream", ChatStreamView.as_view(), name="legacy-chat-stream"),
+    path("widget", WidgetConfigView.as_view(), name="legacy-widget"),
+]
