@@ -1,6 +1,8 @@
 """Runs the sales evaluation against a provider (docs/agent.md, "Evaluation")."""
 
 import json as jsonlib
+import logging
+from contextlib import contextmanager
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -33,10 +35,26 @@ class Command(BaseCommand):
         agent = Agent(provider=provider, model=model, base_url=base_url,
                       api_key=api_key or ("not-needed" if provider == "openai" else ""))
         try:
-            summary = evaluate(agent=agent, cases_path=cases)
+            with _quiet():
+                summary = evaluate(agent=agent, cases_path=cases)
         except CaseError as exc:
             raise CommandError(str(exc)) from exc
         if json:
             self.stdout.write(jsonlib.dumps(summary, indent=2, ensure_ascii=False))
         else:
             self.stdout.write(table(summary, verbose=verbose))
+
+
+@contextmanager
+def _quiet():
+    """The turns' own logs (each request to the model, each reply the guard cut) would bury the
+    report; the report counts what matters of them."""
+    loggers = [logging.getLogger(name) for name in ("salesagent", "httpx", "httpx2", "openai")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
