@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 APPS := config core tenants apikeys leads conversations knowledge analytics webhooks widget dashboard
 
-.PHONY: install run test chromium bench screenshots lint migrate clean
+.PHONY: install run test chromium bench eval screenshots lint migrate clean
 
 install: $(STAMP)
 
@@ -45,6 +45,11 @@ test: chromium install
 BENCH ?= tests/benchmarks
 bench: install
 	$(BIN)/python -m pytest $(BENCH) -p no:cacheprovider -o addopts="" -s $(PYTEST_ARGS)
+
+# The sales evaluation (docs/agent.md, "Evaluation"): builtin, the fake model server, and the local
+# model when its extra is installed. make eval EVAL_ARGS="--verbose" lists each failed case.
+eval: migrate
+	@$(BIN)/python scripts/eval.py $(EVAL_ARGS)
 
 # docs/screenshots/*.png again: the browser tests write them only when SCREENSHOTS=1.
 screenshots: install

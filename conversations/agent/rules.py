@@ -10,37 +10,73 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.languages import detect_language
+
 from .types import Contact
 
 EMAIL = re.compile(r"(?<![\w.+-])([A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})\b")
 PHONE = re.compile(r"(?<![\w+])(\+|00)?(\d[\d\s().-]{6,18}\d)(?!\w)")
 SLOT_TOKEN = re.compile(r"\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z)\b")
 
-_NAME_WORD = r"[A-Z][a-zA-Z'\-]{1,30}"
+# A word of a name, in any alphabet: "Dana", "Krüger", "O'Brien", "Lucía".
+_NAME_WORD = r"[^\W\d_](?:[^\W\d_]|['\-]){1,30}"
 NAME = re.compile(
-    rf"(?:\bmy name is|\bname's|\bi am|\bi'm|\bthis is|\bje m'appelle|\bich bin|\bich heiße|\bme llamo)\s+"
+    rf"(?:\bmy name is|\bname's|\bi am|\bi'm|\bthis is|\bje m'appelle|\bich bin|\bich heiße|"
+    rf"\bmein name ist|\bhier ist|\bme llamo|\bmi nombre es|\bsoy)\s+"
     rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})",
     re.IGNORECASE,
 )
-COMPANY = re.compile(
-    r"(?:\bI work (?:at|for)|\bwe are|\bwe're|\bfrom|\bat|\bcompany is|\bcompany's|\bcompany called|\bwith)\s+"
-    r"([A-Z][\w&.\-]*(?:\s+(?:[A-Z][\w&.\-]*|&))*(?:\s+(?:Inc|LLC|Ltd|GmbH|AG|SA|SAS|BV)\.?)?)"
-)
-TITLE = re.compile(
-    r"\b(CEO|CTO|CFO|COO|CMO|CRO|CIO|founder|co-founder|owner|president|"
-    r"(?:vp|vice president|head|director|manager|lead)(?: of [a-z]+(?: [a-z]+)?)?)\b",
+# A self-introduction typed in lower case: "this is jake from acme robotics".
+INTRODUCTION = re.compile(
+    rf"\b(?:this is|i'm|i am|my name is|it's)\s+({_NAME_WORD})\s+(?:from|at|with)\s+"
+    r"([^\W\d_][\w&'\-]*(?:\s+(?!and\b|but\b|here\b|we\b|i\b)[^\W\d_][\w&'\-]*){0,3})",
     re.IGNORECASE,
 )
+# A company's name: capitalised words, "&", and a legal form.
+_COMPANY_NAME = (r"([A-ZÀ-Ý][\w&.\-]*(?:\s+(?:[A-ZÀ-Ý][\w&.\-]*|&))*"
+                 r"(?:\s+(?:Inc|LLC|Ltd|GmbH|AG|SA|SAS|SL|BV)\.?)?)")
+COMPANY = re.compile(
+    r"(?i:\bI work (?:at|for)|\bwe are|\bwe're|\bfrom|\bat|\bcompany is|\bcompany's|\bcalled|"
+    r"\bnamed|\bI'm with|\bI am with|\bwe're with|\bchez|\bbei|\bvon|\btrabajo (?:en|para)|"
+    r"\bje travaille (?:chez|pour))\s+" + _COMPANY_NAME
+)
+# Job titles, in the four languages; "of"/"de" take a department, never "at Acme".
+_DEPARTMENT = r"(?:of|de|des|du|del) (?!(?:at|for|with|in|and|a|an|the|la|le|el)\b)[^\W\d_]+(?: (?!(?:at|for|with|in|and|en|chez|bei)\b)[^\W\d_]+)?"
+_FR_QUALIFIER = r"commercial|commerciale|général|générale|marketing|technique|financier|financière"
+_ES_QUALIFIER = r"general|comercial|técnico|técnica|financiero|financiera"
+TITLE = re.compile(
+    r"\b(CEO|CTO|CFO|COO|CMO|CRO|CIO|PDG|founder|co-founder|owner|president|"
+    rf"(?:vp|vice president|head|director|manager|lead)(?: {_DEPARTMENT})?|"
+    r"gesch[äa]ftsf[üu]hrer(?:in)?|inhaber(?:in)?|gr[üu]nder(?:in)?|"
+    r"(?:vertriebs|marketing|verkaufs|it-|team)leiter(?:in)?|leiter(?:in)? (?:des|der) [^\W\d_]+|"
+    rf"(?:directeur|directrice|responsable)(?: (?:{_FR_QUALIFIER}|{_DEPARTMENT}))?|fondateur|fondatrice|"
+    rf"(?:directora|gerente|jefe|jefa)(?: (?:{_ES_QUALIFIER}|{_DEPARTMENT}))?|fundador|fundadora)"
+    r"(?![\w-])",
+    re.IGNORECASE,
+)
+# Someone else's title: "my manager asked me", "unser Geschäftsführer".
+_SOMEONE_ELSES = re.compile(
+    r"\b(?:my|our|your|his|her|their|mein|meine|meinem|unser|unsere|unserem|mon|ma|notre|mi|nuestro|nuestra)\s+(?:\w+\s+)?$",
+    re.IGNORECASE,
+)
+# A company named right after a title: "VP of Sales at Contoso", "CTO, Quantiva".
+COMPANY_AFTER_TITLE = re.compile(r"\s*(?:,|at|@|for|of|en|chez|bei|von|de|pour|para)\s+" + _COMPANY_NAME)
 # Words that look like names after "I am"/"I'm" but are not.
 _NOT_NAMES = {
     "interested", "looking", "trying", "not", "the", "a", "an", "from", "at", "with", "here",
     "just", "very", "so", "also", "ready", "happy", "curious", "wondering", "calling", "writing",
     "currently", "evaluating", "in", "on", "sure", "fine", "good", "ok", "okay",
+    "kunde", "kundin", "neu", "interessiert", "una", "un", "nuevo", "nueva", "cliente",
 }
 _NOT_COMPANIES = {"I", "We", "The", "A", "An", "My", "Our", "Monday", "Tuesday", "Wednesday",
-                  "Thursday", "Friday", "Saturday", "Sunday", "Hello", "Hi", "Thanks"}
+                  "Thursday", "Friday", "Saturday", "Sunday", "Hello", "Hi", "Thanks",
+                  "Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"}
+# A name alone on a line, as a signature opens: "Raj Patel".
+_NAME_LINE = re.compile(r"[A-ZÀ-Ý][^\W\d_'\-]*(?:['\-][^\W\d_]+)?(?:\s+[A-ZÀ-Ý][^\W\d_'\-]*(?:['\-][^\W\d_]+)?){1,2}")
 DECISION_TITLES = re.compile(
-    r"\b(ceo|cto|cfo|coo|cmo|cro|cio|founder|co-founder|owner|president|vp|vice president|head|director)\b",
+    r"\b(ceo|cto|cfo|coo|cmo|cro|cio|pdg|founder|co-founder|owner|president|vp|vice president|head|director|"
+    r"gesch[äa]ftsf[üu]hrer(?:in)?|inhaber(?:in)?|gr[üu]nder(?:in)?|directeur|directrice|fondateur|fondatrice|"
+    r"directora|fundador|fundadora|gerente)\b",
     re.IGNORECASE,
 )
 
@@ -49,18 +85,76 @@ def _words(*items: str) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(items) + r")\b", re.IGNORECASE)
 
 
+# Someone the visitor may ask for: a person of the tenant's staff, however named.
+_SOMEONE = (r"(?:a |an |some |one of your |your |a real |an actual |a live |the )?"
+            r"(?:real |actual |live )?(?:human|humans|person|someone|somebody|anyone|agent|rep|representative|"
+            r"operator|sales(?: ?(?:person|rep|team|people))?|salesperson|team|member of (?:your|the) team|colleague|"
+            r"consultant|people)")
+# Asking for a person, directly or not, in the four languages. A request is the visitor's own
+# ("can I talk to…", "let me speak with…", "get me a human", "call me back"): a sentence that
+# merely mentions people ("our customers can talk to a real person", "does the bot hand off to
+# a human agent?", "our sales team is 5 people") is not one.
+HUMAN_REQUEST = _words(
+    # en: I want / can I / let me … talk to someone
+    rf"(?:i|we)(?:'d| would)? (?:like|want|need|prefer|wish|have)(?: to)? (?:talk|speak|chat|discuss (?:this|it|that)) (?:to|with) {_SOMEONE}",
+    rf"(?:can|could|may) (?:i|we) (?:please )?(?:talk|speak|chat) (?:to|with) {_SOMEONE}",
+    rf"let (?:me|us) (?:talk|speak|chat) (?:to|with) {_SOMEONE}",
+    rf"(?:put|get|connect|transfer|pass) me (?:through )?(?:to|with) {_SOMEONE}",
+    r"get me (?:a |an )?(?:real |actual |live )?(?:human|person|agent|rep|representative|someone|somebody)",
+    r"(?:i|we) (?:need|want|'d like|would like|prefer) (?:an? )?(?:actual|real|live) (?:human|person|agent)",
+    r"is there (?:a |an |any )?(?:real |actual |live )?(?:human|person|one|body|agent|rep)\w* (?:i|we) can",
+    r"(?:human|person|agent|representative|operator),? please",
+    # en: a call back
+    r"(?:can|could|would|will|please|pls) (?:have )?(?:someone|somebody|anyone|a (?:person|human|rep|sales ?rep|salesperson|representative|consultant)|one of your \w+)(?: from (?:sales|your (?:sales )?team))? (?:call|phone|ring|contact|reach out to|get in touch with|email) (?:me|us)",
+    r"have (?:someone|somebody|a (?:sales ?)?rep|a salesperson|a person)(?: from (?:sales|your team))? (?:call|contact|email|reach out to) (?:me|us)",
+    r"call me back", r"give me a call", r"request a call ?back",
+    # en: the bot does not help
+    r"(?:this|the|you|your) (?:bot|chatbot|chat bot|assistant|ai|thing)(?: is| are|'re)? (?:useless|stupid|dumb|pointless|terrible|not helping|no help)",
+    r"you(?:'re| are) (?:useless|not helping|no help)", r"(?:useless|stupid|dumb) (?:bot|chatbot|ai)",
+    r"(?:you're|you are) not answering my question", r"(?:that|this) (?:doesn't|does not|didn't|did not) answer my question",
+    # de
+    r"mit (?:einem|einer|jemandem|einem echten|einer echten|einem richtigen|einer richtigen)(?: \w+)? (?:mitarbeiter\w*|menschen|person|berater\w*|verkäufer\w*|vertrieb\w*|ansprechpartner\w*|kollegen|kollegin) (?:sprechen|reden)",
+    r"(?:mit )?jemandem (?:aus|von) (?:ihrem|eurem|dem) (?:team|vertrieb\w*) (?:sprechen|reden)",
+    r"(?:mich|uns) (?:bitte )?zurückrufen", r"(?:um|einen) rückruf", r"rückruf,? bitte", r"rufen sie mich (?:bitte )?an",
+    r"ruft mich (?:bitte )?an",
+    r"(?:dieser|der|du) (?:bot|chatbot|assistent) (?:ist|bist) (?:nutzlos|sinnlos|keine hilfe)",
+    # fr
+    r"(?:voudrais|veux|voulons|souhaite|souhaiterais|aimerais|puis-je|pourrais-je|peux-je) (?:parler|discuter) (?:à|avec) (?:un |une |quelqu'un|un vrai |une vraie |votre |vos )",
+    r"(?:me|nous) (?:faire )?rappeler", r"rappelez-moi", r"appelez-moi", r"un (?:vrai )?humain,? s'il vous plaît",
+    r"(?:ce|le) (?:bot|chatbot|robot) (?:est|ne sert à) (?:inutile|rien)",
+    # es
+    r"(?:quiero|quisiera|necesito|me gustaría|puedo|podría) hablar con (?:una persona|un humano|un agente|alguien|un asesor|un vendedor|ventas|un representante|una persona real)",
+    r"(?:me|nos) (?:puede|pueden|podría|podrían) llamar", r"(?:puede|pueden|podría|podrían) llamarme", r"llámenme",
+    r"llámeme",
+    r"(?:este|el) (?:bot|chatbot) (?:es|no sirve) (?:inútil|para nada)",
+)
+# A message that is nothing but the request: "agent", "Human please!".
+HUMAN_REQUEST = re.compile(
+    HUMAN_REQUEST.pattern + r"|^\W*(?:human|agent|representative|operator|real person)(?: please)?\W*$",
+    re.IGNORECASE)
+# A problem with the product the visitor already uses: support's, not sales'.
+SUPPORT_PROBLEM = _words(
+    r"bug", r"error", r"broken", r"not working", r"doesn't work", r"does not work", r"isn't working",
+    r"stopped working", r"won't (?:load|open|start)", r"doesn't (?:open|load)", r"can't log ?in", r"cannot log ?in",
+    r"can't sign in", r"issue with my", r"problem with my", r"refund", r"cancel my", r"support ticket", r"outage",
+    r"charged (?:me )?twice",
+    r"fehler\w*", r"funktioniert (?:nicht|nicht mehr)", r"geht nicht mehr", r"kaputt", r"absturz", r"stürzt ab",
+    r"kann mich nicht (?:anmelden|einloggen)",
+    r"erreur", r"ne fonctionne (?:pas|plus)", r"ne marche (?:pas|plus)", r"en panne", r"impossible de me connecter",
+    r"no funciona", r"no puedo (?:entrar|iniciar sesión|acceder)", r"fallo", r"reembolso",
+)
+
+
 # Each intent: its pattern and the confidence a match gives. First match in this order wins,
 # so the more specific intents come first.
 INTENT_RULES: list[tuple[str, re.Pattern[str], float]] = [
-    ("human_request", _words(
-        r"(?:talk|speak|chat) (?:to|with) (?:a |an |some )?(?:human|person|someone|somebody|agent|rep|representative|sales ?(?:person|rep|team)?)",
-        r"real (?:person|human)", r"human agent", r"live agent", r"customer service rep",
-        r"mit einem menschen", r"parler à (?:un|une) (?:humain|personne|conseiller)",
-        r"hablar con (?:una persona|un humano|un agente)"), 0.95),
+    ("human_request", HUMAN_REQUEST, 0.95),
     ("booking", re.compile(r"\bbook\b.*\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z", re.IGNORECASE), 0.97),
     ("demo_request", _words(r"demo", r"demonstration", r"walkthrough", r"walk-through", r"trial call",
                             r"book (?:a |an )?(?:call|meeting)", r"schedule (?:a |an )?(?:call|meeting|demo)",
-                            r"set up (?:a |an )?(?:call|meeting)", r"discovery call", r"termin",
+                            r"set up (?:a |an )?(?:call|meeting)", r"(?:quick|short|brief|intro|discovery|sales) call",
+                            r"(?:hop|jump|get) on a call", r"termin", r"d[ée]mo", r"d[ée]monstration",
+                            r"demostración", r"vorführung",
                             r"rendez-vous", r"reunión", r"meeting"), 0.9),
     ("purchase_intent", _words(r"buy", r"purchase", r"sign up", r"subscribe", r"ready to (?:start|go|move)",
                                r"get started", r"contract", r"procure", r"quote", r"onboard",
@@ -69,9 +163,7 @@ INTENT_RULES: list[tuple[str, re.Pattern[str], float]] = [
                        r"budget", r"discount", r"per seat", r"per user", r"preis", r"preise", r"kosten",
                        r"kostet", r"wie ?viel", r"prix", r"tarifs?", r"combien", r"coûte",
                        r"precio", r"precios", r"cu[aá]nto", r"cuesta"), 0.85),
-    ("support", _words(r"bug", r"error", r"broken", r"not working", r"doesn't work", r"does not work",
-                       r"can't log ?in", r"cannot log ?in", r"issue with my", r"problem with my",
-                       r"refund", r"cancel my", r"support ticket", r"outage"), 0.85),
+    ("support", SUPPORT_PROBLEM, 0.85),
     ("objection", _words(r"too expensive", r"not interested", r"no budget", r"already (?:use|have)",
                          r"competitor", r"not sure (?:it|this)", r"not now", r"maybe later", r"too costly",
                          r"zu teuer", r"trop cher", r"muy caro"), 0.8),
@@ -118,12 +210,13 @@ class Reading:
 def extract_contact(text: str) -> Contact:
     email = EMAIL.search(text)
     without_emails = EMAIL.sub(" ", text)  # "at jane@initech.com" names no company
-    name = _name(without_emails)
-    title = TITLE.search(text)
+    introduced = _introduction(without_emails)
+    name = _name(without_emails) or _signature_name(text) or introduced[0]
+    title = _title(text)
     return Contact(
         email=email.group(1).lower() if email else None,
         name=name,
-        company=_company(without_emails, exclude=name),
+        company=_company(without_emails, exclude=name, title=title) or introduced[1],
         title=title.group(1) if title else None,
         phone=_phone(text),
     )
@@ -134,24 +227,59 @@ def _name(text: str) -> str | None:
         words = match.group(1).split()
         kept: list[str] = []
         for word in words:
-            if word.lower() in _NOT_NAMES or not word[0].isupper():
+            if word.lower() in _NOT_NAMES or not word[0].isupper() or TITLE.fullmatch(word):
                 break
             kept.append(word)
-        if kept and kept[0].lower() not in _NOT_NAMES and not TITLE.fullmatch(kept[0]):
+        if kept:
             return " ".join(kept)
     return None
 
 
-def _company(text: str, *, exclude: str | None) -> str | None:
-    for match in COMPANY.finditer(text):
+def _introduction(text: str) -> tuple[str | None, str | None]:
+    """Name and company of "this is jake from acme robotics", however it is capitalised."""
+    match = INTRODUCTION.search(text)
+    if match is None or match.group(1).lower() in _NOT_NAMES or TITLE.fullmatch(match.group(1)):
+        return None, None
+    return match.group(1), match.group(2).strip()[:200]
+
+
+def _signature_name(text: str) -> str | None:
+    """The name on a line of its own above a title or an email address, as signatures go."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line, below in zip(lines, lines[1:], strict=False):
+        if (_NAME_LINE.fullmatch(line) and not TITLE.search(line)
+                and (TITLE.match(below) or EMAIL.search(below))):
+            return line
+    return None
+
+
+def _title(text: str) -> re.Match[str] | None:
+    """The visitor's own job title: not "my manager", not "our CEO"."""
+    for match in TITLE.finditer(text):
+        if not _SOMEONE_ELSES.search(text[max(0, match.start() - 30):match.start()]):
+            return match
+    return None
+
+
+def _company(text: str, *, exclude: str | None, title: re.Match[str] | None) -> str | None:
+    candidates = [m.group(1) for m in COMPANY.finditer(text)]
+    if title is not None:
+        after = COMPANY_AFTER_TITLE.match(text, title.end())
+        candidates = ([after.group(1)] if after else []) + candidates
+    for candidate in candidates:
         # A sentence ends the name: "at Initech. Email me" is Initech.
-        company = re.split(r"[.,;:!?](?:\s|$)", match.group(1))[0].strip(" .,")
+        company = re.split(r"[.,;:!?](?:\s|$)", candidate)[0].strip(" .,")
         if company in _NOT_COMPANIES or (exclude and company in exclude) or EMAIL.search(company):
             continue
         if TITLE.fullmatch(company):
             continue
         return company[:200]
     return None
+
+
+# Countries of a national number written with its trunk prefix ("030 1234567"), by the
+# language of the message that gives it.
+_TRUNK_COUNTRIES = {"de": "49", "fr": "33"}
 
 
 def _phone(text: str) -> str | None:
@@ -163,8 +291,22 @@ def _phone(text: str) -> str | None:
             continue  # a date such as 20261124
         if match.group(1) in ("+", "00"):
             return "+" + digits
-        if len(digits) >= 10:
-            return "+" + digits if len(digits) > 10 else "+1" + digits  # North American default
+        national = _national(digits, detect_language(text))
+        if national:
+            return national
+    return None
+
+
+def _national(digits: str, language: str | None) -> str | None:
+    """A number written without its country code, in E.164 when the country is clear."""
+    if re.fullmatch(r"0[1-9]\d{6,12}", digits) and language in _TRUNK_COUNTRIES:
+        return "+" + _TRUNK_COUNTRIES[language] + digits[1:]
+    if re.fullmatch(r"[6789]\d{8}", digits) and language == "es":
+        return "+34" + digits
+    if re.fullmatch(r"1?[2-9]\d{9}", digits):
+        return "+1" + digits[-10:]  # North American: an area code never starts with 0 or 1
+    if len(digits) > 10 and digits[0] != "0":
+        return "+" + digits  # a country code without its "+"
     return None
 
 

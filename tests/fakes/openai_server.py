@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,7 +22,7 @@ class FakeOpenAI:
         self.headers: list[dict[str, str]] = []
         self.peers: list[tuple[str, int]] = []  # the client's address: one per connection
         self.reset()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -59,6 +60,13 @@ class FakeOpenAI:
 
     def reply_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("stream")]
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        # A client that hangs up (a reply the guard stopped reading) is no error of the fake's.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _completion(model: str, message: dict[str, Any], finish: str) -> dict[str, Any]:
@@ -173,3 +181,27 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+def main() -> None:
+    """``python -m tests.fakes.openai_server``: the fake on 127.0.0.1 until Ctrl-C, for trying
+    the OpenAI provider by hand (``eval_agent --provider openai --base-url …``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--reply", help="What every streamed reply says.")
+    args = parser.parse_args()
+    fake = FakeOpenAI()
+    if args.reply:
+        fake.reply = args.reply
+    print(fake.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.close()
+
+
+if __name__ == "__main__":
+    main()
