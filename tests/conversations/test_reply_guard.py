@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from conversations.agent.providers.openai import ANALYSIS_MAX_TOKENS
 from conversations.models import Message
 from tenants.services import tenant_set_agent_limits, tenant_set_facts
 from tests.chat_helpers import chat
@@ -61,6 +62,9 @@ def test_the_token_limit_is_sent_and_its_cut_never_shows_half_a_sentence(api, ki
     fake.reply, fake.chunk_size = LONG_REPLY, 3  # the fake stops after 64 chunks, "length"
     content, _ = _streamed(api, kit, "Tell me everything")
     assert fake.reply_requests()[0]["max_tokens"] == 64
+    # The analysis is bounded too, whatever the reply's limit: a model rambling in its
+    # arguments is cut, and its unfinished JSON falls back to the rules.
+    assert fake.analysis_requests()[0]["max_tokens"] == ANALYSIS_MAX_TOKENS
     assert content.rstrip().endswith(".") and len(content) < 64 * 3
     assert _reply().turn["stopped"] == "length" and _reply().content == content
 

@@ -34,6 +34,10 @@ logger = logging.getLogger("salesagent.agent")
 SIGNALS = ("budget", "authority", "need", "timeline", "team_size", "demo_interest",
            "purchase_intent", "pricing_interest", "objection")
 
+# A record_turn call takes about 150 tokens; a small model that rambles inside its arguments
+# (a summary without end) is cut here, and its unfinished JSON falls back to the rules.
+ANALYSIS_MAX_TOKENS = 400
+
 RECORD_TURN = {
     "type": "function",
     "function": {
@@ -138,7 +142,7 @@ class OpenAIProvider(Provider):
             completion = await self.client.chat.completions.create(
                 model=self.model, messages=messages, tools=[RECORD_TURN],
                 tool_choice={"type": "function", "function": {"name": "record_turn"}},
-                temperature=0,
+                temperature=0, max_tokens=ANALYSIS_MAX_TOKENS,
             )
         except Exception as exc:
             raise _provider_error(exc) from exc
