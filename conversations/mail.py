@@ -124,13 +124,13 @@ def meeting_ics(meeting: Meeting, *, method: str, stamp: datetime | None = None)
 
 # --- the tenant's people ----------------------------------------------------------------------
 
-def host_email(meeting: Meeting) -> Rendered:
+def host_email(meeting: Meeting, score_reasons: list[dict[str, Any]]) -> Rendered:
     """To the host: who booked, their score and why, and the conversation in the dashboard."""
     tenant, lead, conversation = meeting.tenant, meeting.lead, meeting.conversation
     label = scheduling.make_slot(tenant, meeting.starts_at).label
     context = {
         "meeting": meeting, "lead": lead, "when": label, "host": meeting.host,
-        "reasons": conversation.score_reasons if conversation else [],
+        "reasons": score_reasons,
         "conversation_url": dashboard_url("conversation", conversation_id=conversation.pk)
         if conversation else None,
         "lead_url": dashboard_url("lead", lead_id=lead.pk),

@@ -41,12 +41,14 @@ def parse_email_url(url: str, *, var_dir: Path) -> dict:
     if scheme == "file":
         return {"EMAIL_BACKEND": EML_BACKEND,
                 "EMAIL_FILE_PATH": str(Path(unquote(parts.path)) if parts.path else var_dir / "mail")}
+    return _smtp(parts, scheme)
+
+
+def _smtp(parts, scheme: str) -> dict:
     if not parts.hostname:
         raise ImproperlyConfigured("EMAIL_URL names no host (smtp://user:password@host:port)")
-    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    default_port = {"smtp": 25, "smtp+tls": 587, "smtps": 465}[scheme]
     try:
-        port = parts.port or default_port
+        port = parts.port or {"smtp": 25, "smtp+tls": 587, "smtps": 465}[scheme]
     except ValueError:
         raise ImproperlyConfigured("EMAIL_URL has an invalid port") from None
     settings = {
@@ -58,6 +60,7 @@ def parse_email_url(url: str, *, var_dir: Path) -> dict:
         "EMAIL_USE_TLS": scheme == "smtp+tls",
         "EMAIL_USE_SSL": scheme == "smtps",
     }
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     if "from" in query:
         settings["DEFAULT_FROM_EMAIL"] = query["from"]
     if "timeout" in query:

@@ -133,4 +133,5 @@ def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
     emit_conversation_event(
         conversation, EventType.MEETING_BOOKED,
         f"Meeting booked with {lead.email} for {plan.booked_slot.label}",
-        lead=lead_facts(lead), meeting=meeting_facts(meeting))
+        lead=lead_facts(lead), meeting=meeting_facts(meeting),
+        score_reasons=conversation.score_reasons)

@@ -91,16 +91,19 @@ def _meeting(event: Event) -> list[mail.Rendered]:
     rendered = []
     if meeting.lead.email:
         previous = event.facts.get("previous")
-        label = (scheduling.make_slot(meeting.tenant,
-                                      parse_timestamp(previous["starts_at"])).label
+        label = (scheduling.make_slot(meeting.tenant, parse_timestamp(previous["starts_at"])).label
                  if previous else None)
         rendered.append(mail.visitor_email(meeting, _VISITOR_KIND[event.type],
                                            previous_label=label))
-    host = meeting.host
-    if (event.type == EventType.MEETING_BOOKED and host is not None and host.is_active
-            and host.email and host.email_on_meeting):
-        rendered.append(mail.host_email(meeting))
+    if event.type == EventType.MEETING_BOOKED and _wants(meeting.host, "email_on_meeting"):
+        rendered.append(mail.host_email(meeting, event.facts.get("score_reasons") or []))
     return rendered
+
+
+def _wants(person: User | None, preference: str) -> bool:
+    """Whether ``person`` can and wants to get the email their ``preference`` turns on."""
+    return (person is not None and person.is_active and bool(person.email)
+            and getattr(person, preference))
 
 
 def _handoff(event: Event) -> list[mail.Rendered]:
@@ -111,7 +114,7 @@ def _handoff(event: Event) -> list[mail.Rendered]:
         return []
     user = (User.objects.select_related("tenant")
             .filter(pk=assignee_id, tenant_id=event.tenant_id, is_active=True).first())
-    if user is None or not user.email or not user.email_on_handoff:
+    if not _wants(user, "email_on_handoff"):
         return []
     return [mail.handoff_email(user, facts["conversation"], facts["handoff"], user.tenant)]
 
