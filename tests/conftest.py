@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import logging
+import os
 from typing import Any
 
 import httpx
@@ -84,6 +85,13 @@ def pytest_configure(config):
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # With Redis, the xdist workers share one database: each keeps its rate-limit counters under
+    # a prefix of its own, or one worker's clearing (``_no_requests_counted_yet``) wipes the
+    # counters of a test running on the other (the caches are built later, on first use).
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    cache = settings.CACHES["default"]
+    if worker and cache["BACKEND"].endswith("RedisCache"):
+        cache["KEY_PREFIX"] = f"{cache.get('KEY_PREFIX') or 'salesagent'}-{worker}"
 
 
 @pytest.fixture(autouse=True, scope="session")
