@@ -7,8 +7,12 @@ from django.utils import timezone
 
 from core.models import EventType
 
-# The filter values of the v1 activity feed (the specification's "Activity types").
+# The filter values of the v1 activity feed (the specification's "Activity types", and the
+# meeting lifecycle's: docs/meetings.md).
 ACTIVITY_TYPES = frozenset({
+    EventType.MEETING_BOOKED,
+    EventType.MEETING_RESCHEDULED,
+    EventType.MEETING_CANCELLED,
     EventType.LEAD_CREATED,
     EventType.LEAD_QUALIFIED,
     EventType.LEAD_SCORE_CHANGED,

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from config import views
+from conversations.views import meeting_link
 from widget.views import widget_js
 
 urlpatterns = [
@@ -12,6 +13,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("widget.js", widget_js, name="widget-js"),
     path("dashboard/", include("dashboard.urls")),
+    path("meetings/<str:token>/", meeting_link, name="meeting-link"),
     path("docs/errors", views.error_reference, name="docs-errors"),
     path("", views.home, name="home"),
 ]

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Conversation, Meeting, Message
+from .models import Conversation, Meeting, Message, OutboundEmail
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -51,8 +51,22 @@ class MessageAdmin(ReadOnlyAdmin):
 
 @admin.register(Meeting)
 class MeetingAdmin(ReadOnlyAdmin):
-    list_display = ["starts_at", "lead", "tenant", "livemode", "status", "time_zone"]
+    list_display = ["starts_at", "lead", "tenant", "livemode", "status", "host", "sequence",
+                    "time_zone"]
     list_filter = ["status", "livemode", "tenant"]
     search_fields = ["lead__email", "tenant__name"]
-    list_select_related = ["lead", "tenant"]
+    list_select_related = ["lead", "tenant", "host"]
     ordering = ["-starts_at", "-id"]
+
+
+@admin.register(OutboundEmail)
+class OutboundEmailAdmin(ReadOnlyAdmin):
+    """The emails the service sent or is sending: the dashboard shows them per lead."""
+
+    list_display = ["created_at", "kind", "to", "subject", "tenant", "livemode", "status",
+                    "attempts", "last_error"]
+    list_filter = ["status", "kind", "livemode", "tenant"]
+    search_fields = ["to", "subject", "tenant__name"]
+    list_select_related = ["tenant"]
+    ordering = ["-created_at", "-id"]
+    exclude = ["claim_token"]

@@ -10,6 +10,9 @@ class ConversationsConfig(AppConfig):
 
         from . import live
         from .events import register
+        from .services.emails import EMAIL_EVENTS, emails_for_event
 
         register()
         events.subscribe(live.push, types=live.PUSHED_EVENTS, after_commit=True)
+        # The emails an event calls for are rows written with it (docs/meetings.md, "Email").
+        events.subscribe(emails_for_event, types=EMAIL_EVENTS)

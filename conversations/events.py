@@ -14,6 +14,8 @@ from typing import Any
 from core import events
 from core.models import Event, EventType
 from core.timestamps import format_timestamp, parse_timestamp, stored_timestamp
+from leads.events import lead_row
+from leads.presenters import event_lead_summary
 from leads.vocabulary import legacy_status
 
 from . import presenters
@@ -54,11 +56,16 @@ def message_facts(message: Message) -> dict[str, Any]:
 def meeting_facts(meeting: Meeting) -> dict[str, Any]:
     return {
         "id": str(meeting.pk),
+        "lead_id": _str(meeting.lead_id),
         "starts_at": stored_timestamp(meeting.starts_at),
         "ends_at": stored_timestamp(meeting.ends_at),
         "time_zone": meeting.time_zone,
         "conversation_id": _str(meeting.conversation_id),
+        "host_id": _str(meeting.host_id),
         "status": meeting.status,
+        "sequence": meeting.sequence,
+        "cancelled_by": meeting.cancelled_by,
+        "cancelled_at": stored_timestamp(meeting.cancelled_at) if meeting.cancelled_at else None,
         "created_at": stored_timestamp(meeting.created_at),
     }
 
@@ -131,6 +138,24 @@ def _v1_high_value(event: Event) -> dict[str, Any]:
     }
 
 
+def _v1_meeting(event: Event) -> dict[str, Any]:
+    """meeting.booked, meeting.rescheduled, meeting.cancelled: the meeting as it is after the
+    move, and what each move adds (the lead; the previous time; who cancelled)."""
+    facts = event.facts
+    data: dict[str, Any] = {"meeting": presenters.v1_meeting(facts["meeting"])}
+    if event.type == EventType.MEETING_BOOKED:
+        summary = event_lead_summary(lead_row(facts["lead"]))
+        summary.pop("previousStatus")
+        data["lead"] = summary
+    elif event.type == EventType.MEETING_RESCHEDULED:
+        previous = facts["previous"]
+        data["previous"] = {"startsAt": format_timestamp(parse_timestamp(previous["starts_at"])),
+                            "endsAt": format_timestamp(parse_timestamp(previous["ends_at"]))}
+    else:
+        data["cancelledBy"] = facts["meeting"].get("cancelled_by") or None
+    return data
+
+
 # --- legacy ---------------------------------------------------------------------------------
 
 def _legacy_meeting_booked(event: Event) -> dict[str, Any]:
@@ -160,6 +185,9 @@ def register() -> None:
         (EventType.CONVERSATION_COMPLETED, _v1_conversation),
         (EventType.CONVERSATION_HANDOFF, _v1_handoff),
         (EventType.INTENT_HIGH_VALUE, _v1_high_value),
+        (EventType.MEETING_BOOKED, _v1_meeting),
+        (EventType.MEETING_RESCHEDULED, _v1_meeting),
+        (EventType.MEETING_CANCELLED, _v1_meeting),
     ):
         events.register_payload(type, surface="v1", render=render)
     events.register_payload(EventType.MEETING_BOOKED, surface="legacy",
@@ -173,3 +201,12 @@ def emit_conversation_event(conversation: Conversation, type: str, description: 
         type, tenant_id=conversation.tenant_id, livemode=conversation.livemode,
         lead_id=conversation.lead_id, conversation_id=conversation.pk, description=description,
         facts={"conversation": conversation_facts(conversation), **facts})
+
+
+def emit_meeting_event(meeting: Meeting, type: str, description: str, **facts: Any) -> Event:
+    """Emits ``type`` for ``meeting`` (its facts as it is now, plus ``facts``): a reschedule or
+    a cancel, which may come long after its conversation, or without one."""
+    return events.emit(
+        type, tenant_id=meeting.tenant_id, livemode=meeting.livemode, lead_id=meeting.lead_id,
+        conversation_id=meeting.conversation_id, description=description,
+        facts={"meeting": meeting_facts(meeting), **facts})

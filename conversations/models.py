@@ -147,7 +147,10 @@ class MeetingStatus(models.TextChoices):
 
 
 class Meeting(models.Model):
-    """A discovery meeting the agent booked for a lead, in the tenant's availability."""
+    """A discovery meeting the agent booked for a lead, in the tenant's availability, with one
+    of the tenant's people (``host``, picked round-robin). Its id is the iCalendar UID of every
+    invitation; ``sequence`` is the iCalendar SEQUENCE, one more at each reschedule or cancel
+    (docs/meetings.md)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
@@ -161,7 +164,14 @@ class Meeting(models.Model):
     time_zone = models.CharField(max_length=64, default="UTC")
     status = models.CharField(max_length=10, choices=MeetingStatus.choices,
                               default=MeetingStatus.SCHEDULED)
+    host = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="hosted_meetings")
+    sequence = models.PositiveIntegerField(default=0)
+    # Who cancelled it: "visitor" (the signed link) or "staff" (the dashboard).
+    cancelled_by = models.CharField(max_length=10, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["starts_at", "id"]
@@ -175,3 +185,73 @@ class Meeting(models.Model):
 
     def __str__(self) -> str:
         return f"Meeting {self.starts_at:%Y-%m-%d %H:%M} with {self.lead_id}"
+
+
+class EmailKind(models.TextChoices):
+    MEETING_INVITATION = "meeting_invitation", "Meeting confirmation (visitor)"
+    MEETING_UPDATE = "meeting_update", "Meeting rescheduled (visitor)"
+    MEETING_CANCELLATION = "meeting_cancellation", "Meeting cancelled (visitor)"
+    HOST_MEETING = "host_meeting", "Meeting booked (host)"
+    HANDOFF = "handoff", "Conversation handed off (rep)"
+
+
+class EmailStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"
+
+
+class OutboundEmail(models.Model):
+    """One email the service sends, as data (docs/meetings.md, "Email"): written, rendered, in
+    the transaction of the event that calls for it, and sent after commit by a Celery task that
+    claims it, so that sending never blocks a request and a failure loses nothing.
+
+    ``attempts`` counts the tries; a failed try waits ``next_attempt_at`` (the backoff) and the
+    sweeper enqueues it again; after the last one it is ``failed`` with ``last_error``.
+    ``claim_token``/``lease_expires_at`` keep two workers from sending it at once."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    kind = models.CharField(max_length=24, choices=EmailKind.choices)
+    to = models.EmailField(max_length=254)
+    from_email = models.CharField(max_length=320)
+    subject = models.CharField(max_length=300)
+    text_body = models.TextField()
+    html_body = models.TextField(blank=True)
+    ics = models.TextField(blank=True)  # the text/calendar attachment, if any
+    ics_method = models.CharField(max_length=10, blank=True)  # REQUEST or CANCEL
+    lead = models.ForeignKey("leads.Lead", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="emails")
+    meeting = models.ForeignKey(Meeting, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="emails")
+    conversation_id = models.UUIDField(null=True, blank=True)
+    event_id = models.UUIDField(null=True, blank=True)  # the event that called for it
+    status = models.CharField(max_length=10, choices=EmailStatus.choices, default=EmailStatus.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.CharField(max_length=500, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True, editable=False)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "livemode", "lead", "created_at"], name="email_lead"),
+            # The sweeper: queued emails by due time, across tenants.
+            models.Index(fields=["next_attempt_at"], condition=models.Q(status="queued"),
+                         name="email_due"),
+        ]
+        constraints = [
+            # An event's subscriber running twice writes each email once.
+            models.UniqueConstraint(fields=["event_id", "kind", "to"], name="email_once_per_event",
+                                    condition=models.Q(event_id__isnull=False)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} to {self.to}"

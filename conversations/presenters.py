@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from core.ids import encode
-from core.timestamps import format_timestamp
+from core.timestamps import format_timestamp, parse_timestamp
 
 from .models import LEGACY_STATUS, Conversation, Message
 
@@ -33,6 +33,30 @@ def lead_id(pk: uuid.UUID | None) -> str | None:
 
 def user_id(pk: uuid.UUID | None) -> str | None:
     return encode("user", pk)
+
+
+def v1_meeting(facts: dict[str, Any]) -> dict[str, Any]:
+    """A meeting in v1 event data, from its facts (``events.meeting_facts``). Facts recorded
+    before meetings had a host and a sequence read as none and 0."""
+
+    def _uuid(key: str) -> uuid.UUID | None:
+        value = facts.get(key)
+        return uuid.UUID(value) if value else None
+
+    cancelled_at = facts.get("cancelled_at")
+    return {
+        "id": encode("mtg", uuid.UUID(facts["id"])),
+        "leadId": lead_id(_uuid("lead_id")),
+        "conversationId": conv_id(_uuid("conversation_id")),
+        "hostId": user_id(_uuid("host_id")),
+        "status": facts["status"],
+        "startsAt": format_timestamp(parse_timestamp(facts["starts_at"])),
+        "endsAt": format_timestamp(parse_timestamp(facts["ends_at"])),
+        "timezone": facts["time_zone"],
+        "sequence": facts.get("sequence", 0),
+        "cancelledAt": format_timestamp(parse_timestamp(cancelled_at)) if cancelled_at else None,
+        "createdAt": format_timestamp(parse_timestamp(facts["created_at"])),
+    }
 
 
 def v1_message(message: Message) -> dict[str, Any]:

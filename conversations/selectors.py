@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 
 from tenants.models import Tenant, User
 
-from .models import Conversation, Meeting, Message
+from .models import Conversation, Meeting, Message, OutboundEmail
 
 SORT_FIELDS = {"startedAt": "started_at", "lastMessageAt": "last_message_at",
                "messageCount": "message_count"}
@@ -106,6 +106,20 @@ def lead_conversation_list(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID
 
 
 def lead_meetings(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, limit: int) -> list[Meeting]:
-    """The lead's meetings, the latest start first."""
+    """The lead's meetings (with their hosts), the latest start first."""
     return list(Meeting.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id)
-                .order_by("-starts_at", "-id")[:limit])
+                .select_related("host").order_by("-starts_at", "-id")[:limit])
+
+
+def meeting_get(*, tenant: Tenant, livemode: bool, meeting_id: uuid.UUID) -> Meeting | None:
+    return (Meeting.objects.filter(tenant=tenant, livemode=livemode, pk=meeting_id)
+            .select_related("tenant", "lead").first())
+
+
+def lead_emails(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID,
+                limit: int) -> list[OutboundEmail]:
+    """The emails sent (or being sent) about the lead, newest first; without their bodies."""
+    return list(OutboundEmail.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id)
+                .only("id", "kind", "to", "subject", "status", "attempts", "last_error",
+                      "created_at", "sent_at", "next_attempt_at")
+                .order_by("-created_at", "-id")[:limit])

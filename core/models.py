@@ -27,6 +27,8 @@ class EventType(models.TextChoices):
     MESSAGE_SENT = "message.sent"
     INTENT_HIGH_VALUE = "intent.high_value"
     MEETING_BOOKED = "meeting.booked"
+    MEETING_RESCHEDULED = "meeting.rescheduled"
+    MEETING_CANCELLED = "meeting.cancelled"
     # The service's own: no surface shows them.
     CONVERSATION_LEAD_LINKED = "conversation.lead_linked"
     CONVERSATION_ASSIGNED = "conversation.assigned"

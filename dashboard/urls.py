@@ -2,7 +2,18 @@
 
 from django.urls import path
 
-from .views import analytics, conversations, home, keys, knowledge, leads, session, settings, webhooks
+from .views import (
+    account,
+    analytics,
+    conversations,
+    home,
+    keys,
+    knowledge,
+    leads,
+    session,
+    settings,
+    webhooks,
+)
 
 app_name = "dashboard"
 
@@ -15,6 +26,10 @@ urlpatterns = [
     path("leads/", leads.lead_index, name="leads"),
     path("leads/<uuid:lead_id>/", leads.lead_detail, name="lead"),
     path("leads/<uuid:lead_id>/status/", leads.lead_set_status, name="lead-status"),
+    path("meetings/<uuid:meeting_id>/cancel/", leads.meeting_cancel, name="meeting-cancel"),
+    path("meetings/<uuid:meeting_id>/reschedule/", leads.meeting_reschedule,
+         name="meeting-reschedule"),
+    path("account/", account.account_page, name="account"),
     path("conversations/", conversations.conversation_index, name="conversations"),
     path("conversations/<uuid:conversation_id>/", conversations.conversation_detail,
          name="conversation"),

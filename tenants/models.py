@@ -119,6 +119,13 @@ class User(AbstractUser):
     role = models.CharField(max_length=20, choices=UserRole.choices, default=UserRole.REP)
     # Round-robin assignment of handed-off conversations: the rep waiting longest goes next.
     last_assigned_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The person's own settings (dashboard, "My settings"): whether the agent may book meetings
+    # with them, and which emails they get (docs/meetings.md).
+    takes_meetings = models.BooleanField(default=True)
+    email_on_meeting = models.BooleanField(
+        default=True, help_text="An email when a meeting is booked with me.")
+    email_on_handoff = models.BooleanField(
+        default=True, help_text="An email when a conversation is handed off to me.")
 
     class Meta:
         ordering = ["date_joined", "id"]

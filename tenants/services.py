@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
 from urllib.parse import SplitResult
 
 from django.db import transaction
+from django.db.models import F
 
 from core import crypto
 from core.errors import FieldError, Unprocessable
@@ -273,3 +275,30 @@ def tenant_set_allowed_origins(*, tenant: Tenant, origins: list[str]) -> Tenant:
     tenant.allowed_origins = cleaned
     tenant.save(update_fields=["allowed_origins", "updated_at"])
     return tenant
+
+
+def user_next_in_rotation(*, tenant_id, now: datetime, takes_meetings: bool = False) -> User | None:
+    """Round robin over the tenant's active people: the one who has waited longest since their
+    last assignment (a handed-off conversation or a meeting) goes next, and is marked as
+    assigned ``now``. With ``takes_meetings``, only those who take meetings. Runs inside its
+    caller's transaction, the chosen row locked so that two assignments never pick alike."""
+    people = User.objects.select_for_update().filter(tenant_id=tenant_id, is_active=True)
+    if takes_meetings:
+        people = people.filter(takes_meetings=True)
+    person = people.order_by(F("last_assigned_at").asc(nulls_first=True), "date_joined",
+                             "id").first()
+    if person is not None:
+        person.last_assigned_at = now
+        person.save(update_fields=["last_assigned_at"])
+    return person
+
+
+@transaction.atomic
+def user_set_preferences(*, user: User, takes_meetings: bool, email_on_meeting: bool,
+                         email_on_handoff: bool) -> User:
+    """A person's own settings: whether meetings are booked with them, which emails they get."""
+    user.takes_meetings = takes_meetings
+    user.email_on_meeting = email_on_meeting
+    user.email_on_handoff = email_on_handoff
+    user.save(update_fields=["takes_meetings", "email_on_meeting", "email_on_handoff"])
+    return user

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import logging
+import os
 from typing import Any
 
 import httpx
@@ -67,7 +68,8 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 
 # Fixtures that start a server (on 127.0.0.1, in a thread of this process): the tests that use
 # them are ``live`` like those that start processes, so ``-m "not live"`` leaves them out.
-SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver"})
+SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver", "smtp_server",
+                             "smtp"})
 
 
 def pytest_collection_modifyitems(config, items):
@@ -83,6 +85,13 @@ def pytest_configure(config):
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # With Redis, the xdist workers share one database: each keeps its rate-limit counters under
+    # a prefix of its own, or one worker's clearing (``_no_requests_counted_yet``) wipes the
+    # counters of a test running on the other (the caches are built later, on first use).
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    cache = settings.CACHES["default"]
+    if worker and cache["BACKEND"].endswith("RedisCache"):
+        cache["KEY_PREFIX"] = f"{cache.get('KEY_PREFIX') or 'salesagent'}-{worker}"
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -197,3 +206,57 @@ def eager_celery():
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture(scope="module")
+def smtp_server():
+    """A real SMTP server (aiosmtpd) on 127.0.0.1 (tests/fakes/smtp_server.py)."""
+    from .fakes.smtp_server import SmtpServer
+
+    server = SmtpServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def smtp(smtp_server, settings):
+    """Django's email framework sends over SMTP to ``smtp_server``, as in production."""
+    smtp_server.reset()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp_server.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_TIMEOUT = 5
+    return smtp_server
+
+
+class EmailQueue(list):
+    """The ids of the emails that went to the broker; with ``sending``, also really enqueued."""
+
+    sending = False
+
+
+@pytest.fixture(autouse=True)
+def email_queue(monkeypatch) -> EmailQueue:
+    """Records the emails enqueued after a commit instead of sending them to the broker (as
+    webhooks' ``enqueued`` does): tests send them with ``send_emails`` or attempt them."""
+    from conversations.services import emails
+
+    queue = EmailQueue()
+    real = emails.enqueue
+
+    def record(ids) -> None:
+        ids = list(ids)
+        queue.extend(ids)
+        if queue.sending:
+            real(ids)
+
+    monkeypatch.setattr(emails, "enqueue", record)
+    return queue
+
+
+@pytest.fixture
+def send_emails(email_queue, eager_celery) -> EmailQueue:
+    """Emails are enqueued for real, and the Celery task runs inline as a worker would run it."""
+    email_queue.sending = True
+    return email_queue

@@ -19,11 +19,13 @@ from core.ids import encode
 from core.models import Event
 from core.timestamps import format_timestamp
 
-# The specification's v1 webhook event types (Events, "Webhooks, v1 surface").
+# The specification's v1 webhook event types (Events, "Webhooks, v1 surface"), and the meeting
+# lifecycle's (issue 16, docs/meetings.md).
 V1_EVENT_TYPES: tuple[str, ...] = (
     "lead.created", "lead.updated", "lead.qualified", "lead.converted", "lead.deleted",
     "conversation.started", "conversation.completed", "conversation.handoff",
     "message.received", "message.sent", "intent.high_value",
+    "meeting.booked", "meeting.rescheduled", "meeting.cancelled",
 )
 # The legacy surface's three.
 LEGACY_EVENT_TYPES: tuple[str, ...] = ("lead.created", "lead.qualified", "meeting.booked")

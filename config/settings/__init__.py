@@ -276,3 +276,14 @@ WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 30, minimum=1)
 CELERY_BEAT_SCHEDULE["knowledge-documents-sweep"] = {
     "task": "knowledge.sweep_stuck", "schedule": 300.0,
 }
+
+# --- Email and meeting links (docs/meetings.md) ---------------------------------------------
+
+from .email import email_settings  # noqa: E402
+
+globals().update(email_settings(VAR_DIR))
+# Links in emails (a meeting's reschedule and cancel pages, the dashboard) start with this.
+PUBLIC_BASE_URL = (env_str("PUBLIC_BASE_URL") or "http://127.0.0.1:8000").rstrip("/")
+# How long the signed links of a meeting email work (the booking horizon is 21 days).
+MEETING_LINK_MAX_AGE_DAYS = env_int("MEETING_LINK_MAX_AGE_DAYS", 45, minimum=1)
+CELERY_BEAT_SCHEDULE["sweep-emails"] = {"task": "conversations.emails_sweep", "schedule": 15.0}

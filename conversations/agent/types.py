@@ -158,6 +158,7 @@ class ReplyPlan:
     qualified: bool = False
     booked_slot: Slot | None = None
     meeting_id: UUID | None = None
+    confirmation_email: bool = False  # the visitor will get one: the reply may promise it
     slot_unavailable: bool = False
     offer_slots: list[Slot] = field(default_factory=list)
     booking_url: str = ""

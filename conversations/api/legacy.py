@@ -155,8 +155,11 @@ def widget_events(outcome) -> dict[str, Any]:
         events.append({"type": "lead.qualified", "lead": lead_data})
     if plan and plan.booked_slot and lead_data:
         events.append({"type": "meeting.booked", "lead": lead_data, "meeting": {
+            "id": str(plan.meeting_id), "status": "scheduled",
             "startsAt": format_timestamp(plan.booked_slot.start),
-            "endsAt": format_timestamp(plan.booked_slot.end), "label": plan.booked_slot.label}})
+            "endsAt": format_timestamp(plan.booked_slot.end), "label": plan.booked_slot.label,
+            "timezone": conversation.tenant.meeting_timezone,
+            "confirmationEmail": plan.confirmation_email}})
     return {"events": events}
 
 

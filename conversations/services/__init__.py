@@ -5,7 +5,9 @@
 - ``lifecycle``: start, end, close, idle expiry, deletion, handoff;
 - ``staff``: what the tenant's people do (take over, reply, hand back);
 - ``drivers``: the async drivers of a turn, whole or streamed;
-- ``messages``: appending a message.
+- ``messages``: appending a message;
+- ``meetings``: rescheduling and cancelling a booked meeting;
+- ``emails``: the emails events call for, their sending and retries.
 
 Services save their rows and emit events (``conversations.events``); what follows from an event
 (counts, analytics, webhooks, live pushes) is its subscribers' work.
@@ -13,6 +15,7 @@ Services save their rows and emit events (``conversations.events``); what follow
 
 from .drivers import run_turn, stream_turn
 from .lifecycle import conversation_close, conversation_delete, conversations_expire_idle
+from .meetings import MeetingNotChangeable, meeting_cancel, meeting_reschedule
 from .staff import conversation_assign, conversation_hand_back, conversation_reply_as_human
 from .turn import (
     OpenedTurn,
@@ -26,8 +29,9 @@ from .turn import (
 )
 
 __all__ = [
-    "OpenedTurn", "SessionNotFound", "TurnInput", "TurnOutcome", "conversation_assign",
-    "conversation_close", "conversation_delete", "conversation_hand_back",
-    "conversation_reply_as_human", "conversations_expire_idle", "run_turn", "stream_turn",
+    "MeetingNotChangeable", "OpenedTurn", "SessionNotFound", "TurnInput", "TurnOutcome",
+    "conversation_assign", "conversation_close", "conversation_delete", "conversation_hand_back",
+    "conversation_reply_as_human", "conversations_expire_idle", "meeting_cancel",
+    "meeting_reschedule", "run_turn", "stream_turn",
     "suggested_actions", "turn_apply", "turn_close", "turn_open",
 ]

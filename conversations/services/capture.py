@@ -14,11 +14,13 @@ from core.models import EventType
 from leads.events import lead_facts
 from leads.models import Lead
 from leads.services import LeadEmailTaken, lead_create, lead_update
+from tenants.services import user_next_in_rotation
 
 from .. import scheduling
 from ..agent.types import Contact, ReplyPlan
 from ..events import emit_conversation_event, meeting_facts
 from ..models import Conversation, Meeting
+from .emails import confirmation_will_be_sent
 
 logger = logging.getLogger("salesagent.chat")
 
@@ -112,14 +114,16 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
             meeting = Meeting.objects.create(
                 tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
                 starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
-                created_at=now,
+                host=user_next_in_rotation(tenant_id=tenant.pk, now=now, takes_meetings=True),
+                created_at=now, updated_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
         return offer_slots(conversation, plan, now=now, unavailable=True)
     if lead.status not in ("booked", "converted"):
         conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
     conversation.offered_slots = []
-    return replace(plan, booked_slot=slot, meeting_id=meeting.pk)
+    return replace(plan, booked_slot=slot, meeting_id=meeting.pk,
+                   confirmation_email=confirmation_will_be_sent(lead.email))
 
 
 def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
@@ -129,4 +133,5 @@ def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
     emit_conversation_event(
         conversation, EventType.MEETING_BOOKED,
         f"Meeting booked with {lead.email} for {plan.booked_slot.label}",
-        lead=lead_facts(lead), meeting=meeting_facts(meeting))
+        lead=lead_facts(lead), meeting=meeting_facts(meeting),
+        score_reasons=conversation.score_reasons)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from core.models import EventType
 from tenants.models import Tenant, User
+from tenants.services import user_next_in_rotation
 
 from ..agent.types import Handoff
 from ..events import emit_conversation_event
@@ -99,7 +99,8 @@ def hand_off(conversation: Conversation, handoff: Handoff, *, now: datetime,
     the member of the tenant's staff whose turn it is."""
     first = conversation.handoff is None
     conversation.status = ConversationStatus.HANDED_OFF
-    conversation.assigned_to = assignee or _next_rep(conversation.tenant_id, now)
+    conversation.assigned_to = assignee or user_next_in_rotation(tenant_id=conversation.tenant_id,
+                                                                 now=now)
     context = {
         "summary": conversation.summary or None,
         "intents": conversation.intents,
@@ -115,14 +116,7 @@ def hand_off(conversation: Conversation, handoff: Handoff, *, now: datetime,
     emit_conversation_event(
         conversation, EventType.CONVERSATION_HANDOFF,
         f"Conversation handed off to {handoff.suggested_team}: {handoff.reason}",
-        handoff=conversation.handoff, first_handoff=first)
-
-
-def _next_rep(tenant_id, now: datetime) -> User | None:
-    """Round robin: the active member of the tenant's staff who has waited longest."""
-    rep = (User.objects.select_for_update().filter(tenant_id=tenant_id, is_active=True)
-           .order_by(F("last_assigned_at").asc(nulls_first=True), "date_joined", "id").first())
-    if rep is not None:
-        rep.last_assigned_at = now
-        rep.save(update_fields=["last_assigned_at"])
-    return rep
+        handoff=conversation.handoff, first_handoff=first,
+        # Chosen by the rotation (the agent's or the visitor's handoff), not by a person taking
+        # it: the rep it went to is told by email (docs/meetings.md).
+        auto_assigned=assignee is None)

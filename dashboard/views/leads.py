@@ -1,4 +1,5 @@
-"""Leads: search, filters, and one lead with its conversations, score reasons and history."""
+"""Leads: search, filters, and one lead with its conversations, score reasons, meetings (which
+staff reschedule or cancel here), the emails sent about it, and its history."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from analytics import selectors as analytics_selectors
+from conversations import scheduling
 from conversations import selectors as conversation_selectors
+from conversations.models import MeetingStatus
+from conversations.services import meetings as meeting_services
 from leads import selectors as lead_selectors
 from leads import services as lead_services
 from leads.vocabulary import V1_STATUSES, LeadSource, LeadStatus
@@ -20,6 +25,7 @@ from ..auth import dashboard_view
 from .common import PAGE_SIZE, attempt, query_without_page
 
 STATUS_LABELS = dict(LeadStatus.choices)
+RESCHEDULE_CHOICES = 5
 
 
 class LeadFilterForm(forms.Form):
@@ -79,15 +85,60 @@ class LeadStatusForm(forms.Form):
 def lead_detail(request: HttpRequest, lead_id: str) -> HttpResponse:
     actor = request.actor
     lead = actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    meetings = actor.read(conversation_selectors.lead_meetings, lead_id=lead.pk, limit=10)
     return render(request, "dashboard/lead_detail.html", {
         "lead": lead,
         "status_form": LeadStatusForm(initial={"status": lead.status}),
         "conversations": actor.read(conversation_selectors.lead_conversation_list, lead_id=lead.pk,
                                     limit=20),
-        "meetings": actor.read(conversation_selectors.lead_meetings, lead_id=lead.pk, limit=10),
+        "meetings": meetings,
+        "free_slots": _free_slots(actor, meetings),
+        "emails": actor.read(conversation_selectors.lead_emails, lead_id=lead.pk, limit=20),
         "events": actor.read(analytics_selectors.lead_events, lead_id=lead.pk, limit=25),
         "section": "leads",
     })
+
+
+def _free_slots(actor, meetings) -> list:
+    """The times a scheduled meeting of the page may move to (one query, whatever the count)."""
+    if not any(m.status == MeetingStatus.SCHEDULED for m in meetings):
+        return []
+    return scheduling.free_slots(actor.tenant, actor.livemode, now=timezone.now(),
+                                 count=RESCHEDULE_CHOICES)
+
+
+class RescheduleForm(forms.Form):
+    slot = forms.CharField(max_length=40)
+
+    def clean_slot(self):
+        start = scheduling.parse_token(self.cleaned_data["slot"])
+        if start is None:
+            raise forms.ValidationError("Choose one of the offered times.")
+        return start
+
+
+@require_POST
+@dashboard_view()
+def meeting_cancel(request: HttpRequest, meeting_id: str) -> HttpResponse:
+    meeting = request.actor.get(conversation_selectors.meeting_get, meeting_id=meeting_id)
+    attempt(request, lambda: meeting_services.meeting_cancel(meeting=meeting, by="staff"),
+            "Meeting cancelled: the visitor is told by email.")
+    return redirect("dashboard:lead", lead_id=meeting.lead_id)
+
+
+@require_POST
+@dashboard_view()
+def meeting_reschedule(request: HttpRequest, meeting_id: str) -> HttpResponse:
+    meeting = request.actor.get(conversation_selectors.meeting_get, meeting_id=meeting_id)
+    form = RescheduleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Nothing changed: choose one of the offered times.")
+    else:
+        start = form.cleaned_data["slot"]
+        attempt(request, lambda: meeting_services.meeting_reschedule(meeting=meeting,
+                                                                     starts_at=start),
+                "Meeting moved: the visitor gets an updated invitation.")
+    return redirect("dashboard:lead", lead_id=meeting.lead_id)
 
 
 @require_POST

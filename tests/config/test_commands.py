@@ -110,6 +110,9 @@ def test_demo_tenant_is_created_once_then_reused(settings, tmp_path, api):
     assert (tmp_path / "demo-tenant.json").stat().st_mode & 0o077 == 0
     second = run("demo_tenant", "--base-url", "http://localhost:9000")
     assert "Reusing the demo tenant" in second
+    # Where the emails go (the tests' own backend here; the embedded default's .eml files below).
+    settings.EMAIL_BACKEND, settings.EMAIL_FILE_PATH = "core.mail.EmlFileBackend", "/x/var/mail"
+    assert "Emails:        written to /x/var/mail/ as .eml files" in run("demo_tenant")
     assert state["keys"]["live"]["read"] in second and "http://localhost:9000/api/v1/docs" in second
     assert Tenant.objects.filter(name="Demo Company").count() == 1
     r = api.get("/api/v1/users", headers={"Authorization": f"Bearer {state['keys']['live']['read']}"})

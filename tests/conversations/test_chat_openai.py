@@ -166,7 +166,9 @@ def test_the_reply_instructions_follow_the_plan(api, kit, fake):
     booked: dict = {}
     fake.analysis = _choose_the_first_slot(booked)
     chat(api, kit, "The first one", session=sam)
-    assert _instructions(fake) == [f"- Confirm the meeting booked for {booked['label']}.", answer]
+    assert _instructions(fake) == [
+        f"- Confirm the meeting booked for {booked['label']}; say that a confirmation is on its "
+        "way by email.", answer]
 
     taken: dict = {}
     fake.analysis = _choose_the_first_slot(taken, contact={"email": "kim@initech.com"})

@@ -73,7 +73,16 @@ def test_public_chat_announces_qualification_and_booking_to_the_widget(api, kit)
                                                "sessionId": sid}).json()["suggestedActions"])
     r = api.post(url, json={"message": slot["message"], "visitorId": "w", "sessionId": sid})
     assert [e["type"] for e in r.json()["events"]] == ["meeting.booked"]
-    assert r.json()["events"][0]["meeting"]["label"] == slot["label"]
+    meeting = r.json()["events"][0]["meeting"]
+    assert meeting["label"] == slot["label"]
+    # The meeting itself: its id (the legacy surface's UUID), status and time zone.
+    from conversations.models import Meeting
+
+    booked = Meeting.objects.get()
+    assert (meeting["id"], meeting["status"], meeting["timezone"]) == (
+        str(booked.pk), "scheduled", "UTC")
+    assert meeting["startsAt"].startswith(booked.starts_at.strftime("%Y-%m-%dT%H:%M"))
+    assert meeting["confirmationEmail"] is True
 
 
 def test_cors_follows_the_tenants_allowed_origins(api, kit):

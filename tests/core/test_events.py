@@ -95,9 +95,10 @@ def test_every_type_a_surface_delivers_has_its_payload():
     assert set(LEGACY_EVENT_TYPES) <= events.shown_on("legacy")
 
 
-def test_activity_types_are_the_specifications():
+def test_activity_types_are_the_specifications_and_the_meetings():
     expected = {"lead.created", "lead.qualified", "lead.score_changed", "conversation.started",
-                "conversation.handoff", "conversion.completed", "intent.high_value"}
+                "conversation.handoff", "conversion.completed", "intent.high_value",
+                "meeting.booked", "meeting.rescheduled", "meeting.cancelled"}
     assert expected == ACTIVITY_TYPES
 
 

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from core.errors import Conflict
+from core.errors import Conflict, InvalidRequest
 from core.models import Event
 from leads.services import lead_update
 from tests.events import legacy_data
@@ -86,6 +86,24 @@ def test_meeting_booked_carries_the_events_legacy_data(api, kit, receiver, enque
     assert body["data"] == legacy_data(Event.objects.get(type="meeting.booked"))
     assert set(body["data"]) == {"lead", "meeting"}
     assert body["data"]["lead"]["status"] == "booked"
+    assert set(body["data"]["meeting"]) == {"id", "startsAt", "endsAt", "timezone",
+                                            "conversationId"}  # unchanged by issue 16
+
+    # Legacy has no word for a reschedule or a cancel: nothing more is delivered.
+    from conversations import scheduling
+    from conversations.models import Meeting
+    from conversations.services import meeting_cancel, meeting_reschedule
+
+    meeting = Meeting.objects.get()
+    target = next(s for s in scheduling.free_slots(kit.tenant, True, now=meeting.created_at)
+                  if s.start != meeting.starts_at)
+    with django_capture_on_commit_callbacks(execute=True):
+        meeting_reschedule(meeting=meeting, starts_at=target.start)
+        meeting_cancel(meeting=meeting, by="staff")
+    assert Delivery.objects.count() == 1
+    with pytest.raises(InvalidRequest):
+        services.legacy_webhook_create(tenant=kit.tenant, url=receiver.url(),
+                                       events=["meeting.cancelled"], secret=SECRET)
 
 
 def test_legacy_webhooks_get_only_their_three_types_and_their_mode(

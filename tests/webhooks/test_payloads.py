@@ -1,12 +1,17 @@
 """The ``data`` of every v1 webhook type as a receiver gets it, driven through the real API and
 chat: the specification's shapes for lead.created, lead.qualified, conversation.handoff and
-intent.high_value, and the shapes docs/webhooks.md documents for the seven others."""
+intent.high_value, and the shapes docs/webhooks.md documents for the others (the meetings':
+docs/events.md)."""
 
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
+from conversations import scheduling
+from conversations.services import meeting_cancel, meeting_reschedule
 from tests.chat_helpers import chat
+from tests.conversations.meeting_helpers import book
 from tests.factories import UserFactory
 from webhooks import services
 from webhooks.envelopes import V1_EVENT_TYPES
@@ -42,6 +47,11 @@ def delivered(api, kit, receiver, enqueued, django_capture_on_commit_callbacks):
         chat(api, kit, "I want to talk to a human", visitor="helpme")
         closing = chat(api, kit, "Just looking", visitor="leaver").json()["sessionId"]
         api.post(f"/api/v1/conversations/conv_{closing[5:]}/close", headers=admin)
+        meeting, _ = book(api, kit, visitor="booker", email="bo@booker.io", name="Bo Lee")
+        target = next(s for s in scheduling.free_slots(kit.tenant, True, now=timezone.now())
+                      if s.start != meeting.starts_at)
+        meeting_reschedule(meeting=meeting, starts_at=target.start)
+        meeting_cancel(meeting=meeting, by="visitor")
     for delivery in Delivery.objects.order_by("created_at"):
         assert attempt_now(delivery).success
     assert all(v1_signature_ok(r) for r in receiver.received)
@@ -87,7 +97,7 @@ def test_conversation_handoff_is_the_specifications(delivered):
 
 
 def test_intent_high_value_is_the_specifications(delivered):
-    (data,) = delivered["intent.high_value"]
+    data = delivered["intent.high_value"][0]  # the buyer's (the meeting's booker comes next)
     assert set(data) == {"leadId", "conversationId", "intent", "confidence", "signals",
                          "estimatedDealSize"}
     assert isinstance(data["confidence"], float) and isinstance(data["estimatedDealSize"], float)
@@ -123,3 +133,30 @@ def test_the_other_types_have_their_documented_shapes(delivered):
     sent = delivered["message.sent"][0]
     assert set(sent["message"]) == {"id", "role", "content", "intent", "confidence", "createdAt"}
     assert sent["message"]["role"] == "assistant"
+
+
+MEETING = {"id", "leadId", "conversationId", "hostId", "status", "startsAt", "endsAt", "timezone",
+           "sequence", "cancelledAt", "createdAt"}
+
+
+def test_the_meeting_types_carry_the_meeting(delivered):
+    (booked,) = delivered["meeting.booked"]
+    assert set(booked) == {"meeting", "lead"} and set(booked["meeting"]) == MEETING
+    assert booked["meeting"]["id"].startswith("mtg_") and booked["meeting"]["sequence"] == 0
+    assert booked["meeting"]["hostId"].startswith("user_")
+    assert booked["meeting"]["conversationId"].startswith("conv_")
+    assert booked["lead"] == {"id": booked["meeting"]["leadId"], "email": "bo@booker.io",
+                              "name": "Bo Lee", "company": "Umbrella", "status": "qualified",
+                              "score": booked["lead"]["score"]}
+
+    (moved,) = delivered["meeting.rescheduled"]
+    assert set(moved) == {"meeting", "previous"} and moved["meeting"]["sequence"] == 1
+    assert moved["previous"] == {"startsAt": booked["meeting"]["startsAt"],
+                                 "endsAt": booked["meeting"]["endsAt"]}
+    assert moved["meeting"]["startsAt"] != booked["meeting"]["startsAt"]
+
+    (cancelled,) = delivered["meeting.cancelled"]
+    assert set(cancelled) == {"meeting", "cancelledBy"} and cancelled["cancelledBy"] == "visitor"
+    assert cancelled["meeting"]["status"] == "cancelled" and cancelled["meeting"]["sequence"] == 2
+    assert cancelled["meeting"]["cancelledAt"].endswith("Z")
+    assert cancelled["meeting"]["id"] == booked["meeting"]["id"]

@@ -164,6 +164,8 @@ def test_the_widget_chats_streams_captures_a_lead_and_announces_events(stack, pa
     booked = page.evaluate("window.__events[1]")
     assert booked["type"] == "service:meeting.booked"
     assert booked["detail"]["meeting"]["label"] == label
+    assert len(booked["detail"]["meeting"]["id"]) == 36  # the meeting's UUID
+    assert booked["detail"]["meeting"]["status"] == "scheduled"
     assert booked["detail"]["lead"]["status"] == "booked"
     wait_idle(page)
     screenshot(page, "widget-conversation.png")

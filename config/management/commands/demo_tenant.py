@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from apikeys.services import api_key_authenticate
+from config.settings.email import EML_BACKEND, SMTP_BACKEND
 from tenants.models import Tenant, User
 from tenants.services import user_create
 
@@ -39,6 +40,18 @@ def _load_valid_state() -> dict | None:
     if not keys or any(api_key_authenticate(raw) is None for raw in keys):
         return None
     return state
+
+
+def _emails_line() -> str:
+    """Where the service's emails go (docs/meetings.md, "Email"): on the embedded default, the
+    .eml files a newcomer opens with any mail client."""
+    if not settings.EMAIL_ENABLED:
+        return "Emails:        off (EMAIL_URL=off://)"
+    if settings.EMAIL_BACKEND == EML_BACKEND:
+        return f"Emails:        written to {settings.EMAIL_FILE_PATH}/ as .eml files (set EMAIL_URL to send)"
+    if settings.EMAIL_BACKEND == SMTP_BACKEND:
+        return f"Emails:        sent over SMTP to {settings.EMAIL_HOST}:{settings.EMAIL_PORT}"
+    return f"Emails:        sent by {settings.EMAIL_BACKEND}"
 
 
 class Command(BaseCommand):
@@ -89,5 +102,6 @@ class Command(BaseCommand):
             f"  Health:        {b}/api/health",
             f"  Admin:         {b}/admin/",
             f"Try: curl -H 'Authorization: Bearer {state['keys']['live']['read']}' {b}/api/v1/users",
+            _emails_line(),
         ]
         self.stdout.write("\n".join(lines))

@@ -6,6 +6,7 @@ others are stopped too and the command fails, so that a broken start is never ha
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -34,7 +35,10 @@ class Command(BaseCommand):
         if not no_worker:
             commands["worker"] = [sys.executable, "-m", "celery", "-A", "config", "worker",
                                   "--beat", "--loglevel=INFO", f"--concurrency={concurrency}"]
-        procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+        env = os.environ.copy()
+        # The links in emails (a meeting's reschedule and cancel pages) point at this server.
+        env.setdefault("PUBLIC_BASE_URL", f"http://{host}:{port}")
+        procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}
         stopping = False
 
         def stop(signum, frame):

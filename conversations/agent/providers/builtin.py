@@ -104,7 +104,8 @@ def _answer(ctx: TurnContext, analysis: Analysis) -> str | None:
 
 def _meeting(lang: str, plan: ReplyPlan) -> str | None:
     if plan.booked_slot:
-        return phrase(lang, "booked", slot=plan.booked_slot.label)
+        key = "booked" if plan.confirmation_email else "booked_no_email"
+        return phrase(lang, key, slot=plan.booked_slot.label)
     if plan.slot_unavailable and plan.offer_slots:
         return phrase(lang, "slot_taken")
     if plan.offer_slots:

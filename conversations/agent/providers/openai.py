@@ -261,7 +261,9 @@ def _plan_instructions(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) ->
 
 def _meeting_step(plan: ReplyPlan) -> str | None:
     if plan.booked_slot:
-        return f"Confirm the meeting booked for {plan.booked_slot.label}."
+        email = ("say that a confirmation is on its way by email" if plan.confirmation_email
+                 else "do not promise an email")
+        return f"Confirm the meeting booked for {plan.booked_slot.label}; {email}."
     if plan.slot_unavailable:
         return ("The chosen time is no longer free: apologise and point to the other times "
                 "shown as buttons below your reply.")

@@ -1,0 +1,173 @@
+"""The service's emails: what each says (``templates/emails/``), its ``.ics`` invitation, and
+the message a row becomes when it is sent (docs/meetings.md, "Email").
+
+Rendering happens when the row is written, in the event's transaction: the email says what was
+true at that moment, and sending it later (or again) sends the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from email.mime.text import MIMEText
+from email.utils import formataddr, parseaddr
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+from django.urls import reverse
+from icalendar import Calendar, vCalAddress, vText
+from icalendar import Event as VEvent
+
+from tenants.models import Tenant, User
+
+from . import links, scheduling
+from .models import EmailKind, Meeting, OutboundEmail
+
+PRODID = "-//Sales Agent Service//Meetings//EN"
+ICS_FILENAME = "invite.ics"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    kind: str
+    to: str
+    from_email: str
+    subject: str
+    text_body: str
+    html_body: str
+    ics: str = ""
+    ics_method: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def sender(tenant: Tenant) -> str:
+    """``DEFAULT_FROM_EMAIL``'s address under the tenant's name: "Acme Inc <noreply@…>"."""
+    _, address = parseaddr(settings.DEFAULT_FROM_EMAIL)
+    return formataddr((tenant.name, address or "noreply@localhost"))
+
+
+def dashboard_url(name: str, **kwargs: Any) -> str:
+    return settings.PUBLIC_BASE_URL + reverse(f"dashboard:{name}", kwargs=kwargs)
+
+
+def _render(kind: str, to: str, tenant: Tenant, subject: str, context: dict[str, Any], *,
+            template: str | None = None, ics: str = "", ics_method: str = "") -> Rendered:
+    context = {"tenant": tenant, "kind": kind, "subject": subject, **context}
+    name = template or kind
+    return Rendered(kind=kind, to=to, from_email=sender(tenant), subject=subject,
+                    text_body=render_to_string(f"emails/{name}.txt", context),
+                    html_body=render_to_string(f"emails/{name}.html", context),
+                    ics=ics, ics_method=ics_method)
+
+
+# --- the visitor ----------------------------------------------------------------------------
+
+_VISITOR_SUBJECTS = {
+    EmailKind.MEETING_INVITATION: "Your meeting with {tenant} is booked: {when}",
+    EmailKind.MEETING_UPDATE: "Your meeting with {tenant} has moved: {when}",
+    EmailKind.MEETING_CANCELLATION: "Your meeting with {tenant} is cancelled: {when}",
+}
+
+
+def visitor_email(meeting: Meeting, kind: str, *, previous_label: str | None = None) -> Rendered:
+    """The confirmation, the update or the cancellation, with its ``.ics`` (REQUEST, or CANCEL
+    for a cancellation) and, while the meeting stands, the reschedule and cancel links."""
+    tenant, lead = meeting.tenant, meeting.lead
+    label = scheduling.make_slot(tenant, meeting.starts_at).label
+    method = "CANCEL" if kind == EmailKind.MEETING_CANCELLATION else "REQUEST"
+    context = {
+        "meeting": meeting, "lead": lead, "when": label, "previous_when": previous_label,
+        "host": meeting.host, "minutes": int((meeting.ends_at - meeting.starts_at).total_seconds() // 60),
+        "links": None if method == "CANCEL" else {
+            action: links.link_url(meeting.pk, action) for action in links.ACTIONS},
+    }
+    subject = _VISITOR_SUBJECTS[kind].format(tenant=tenant.name, when=label)
+    return _render(kind, lead.email, tenant, subject, context, template="meeting_visitor",
+                   ics=meeting_ics(meeting, method=method), ics_method=method)
+
+
+def meeting_ics(meeting: Meeting, *, method: str, stamp: datetime | None = None) -> str:
+    """One VEVENT whose UID is the meeting id: REQUEST (a booking or, with a higher SEQUENCE,
+    its update) or CANCEL. ORGANIZER is the host, or the tenant when there is none; the visitor
+    is the ATTENDEE."""
+    tenant, lead, host = meeting.tenant, meeting.lead, meeting.host
+    calendar = Calendar()
+    calendar.add("prodid", PRODID)
+    calendar.add("version", "2.0")
+    calendar.add("method", method)
+    event = VEvent()
+    event.add("uid", str(meeting.pk))
+    event.add("sequence", meeting.sequence)
+    event.add("dtstamp", stamp or meeting.updated_at)
+    event.add("dtstart", meeting.starts_at)
+    event.add("dtend", meeting.ends_at)
+    event.add("summary", f"Discovery call with {tenant.name}")
+    event.add("status", "CANCELLED" if method == "CANCEL" else "CONFIRMED")
+    if host is not None and host.email:
+        organizer = vCalAddress(f"mailto:{host.email}")
+        organizer.params["cn"] = vText(f"{host.display_name} ({tenant.name})")
+    else:
+        organizer = vCalAddress(f"mailto:{parseaddr(settings.DEFAULT_FROM_EMAIL)[1]}")
+        organizer.params["cn"] = vText(tenant.name)
+    event["organizer"] = organizer
+    attendee = vCalAddress(f"mailto:{lead.email}")
+    if lead.name:
+        attendee.params["cn"] = vText(lead.name)
+    attendee.params["role"] = vText("REQ-PARTICIPANT")
+    attendee.params["partstat"] = vText("ACCEPTED")
+    event.add("attendee", attendee, encode=0)
+    calendar.add_component(event)
+    return calendar.to_ical().decode()
+
+
+# --- the tenant's people ----------------------------------------------------------------------
+
+def host_email(meeting: Meeting, score_reasons: list[dict[str, Any]]) -> Rendered:
+    """To the host: who booked, their score and why, and the conversation in the dashboard."""
+    tenant, lead, conversation = meeting.tenant, meeting.lead, meeting.conversation
+    label = scheduling.make_slot(tenant, meeting.starts_at).label
+    context = {
+        "meeting": meeting, "lead": lead, "when": label, "host": meeting.host,
+        "reasons": score_reasons,
+        "conversation_url": dashboard_url("conversation", conversation_id=conversation.pk)
+        if conversation else None,
+        "lead_url": dashboard_url("lead", lead_id=lead.pk),
+    }
+    subject = f"[{tenant.name}] Meeting booked with {lead.name or lead.email}: {label}"
+    return _render(EmailKind.HOST_MEETING, meeting.host.email, tenant, subject, context)
+
+
+def handoff_email(user: User, conversation_facts: dict[str, Any], handoff: dict[str, Any],
+                  tenant: Tenant) -> Rendered:
+    """To the rep a conversation was handed to: why, how urgent, and its last messages."""
+    context_facts = handoff.get("context") or {}
+    visitor = context_facts.get("visitor") or {}
+    who = visitor.get("name") or visitor.get("email") or "a visitor"
+    context = {
+        "user": user, "handoff": handoff, "visitor": visitor, "who": who,
+        "messages": context_facts.get("lastMessages") or [],
+        "conversation_url": dashboard_url("conversation",
+                                          conversation_id=conversation_facts["id"]),
+    }
+    priority = handoff.get("priority") or "normal"
+    subject = f"[{tenant.name}] Conversation handed off to you ({priority}): {who}"
+    return _render(EmailKind.HANDOFF, user.email, tenant, subject, context)
+
+
+# --- sending --------------------------------------------------------------------------------
+
+def message(email: OutboundEmail) -> EmailMultiAlternatives:
+    """The row as Django's email framework sends it: plain text, HTML, and the ``.ics``."""
+    built = EmailMultiAlternatives(subject=email.subject, body=email.text_body,
+                                   from_email=email.from_email, to=[email.to],
+                                   headers={"X-Service-Email": str(email.pk)})
+    if email.html_body:
+        built.attach_alternative(email.html_body, "text/html")
+    if email.ics:
+        part = MIMEText(email.ics, "calendar", "utf-8")
+        part.set_param("method", email.ics_method)
+        part.add_header("Content-Disposition", "attachment", filename=ICS_FILENAME)
+        built.attach(part)
+    return built

@@ -1,0 +1,227 @@
+"""Every write of the service's emails (docs/meetings.md, "Email"): the rows an event calls
+for, the attempt that sends one, and the sweeper that retries. After webhooks' deliveries:
+the row exists before anything is sent, a worker claims it so that no two send it, the
+outcome is recorded, failures wait out a backoff and the sweeper enqueues them again.
+
+``emails_for_event`` is an in-transaction subscriber: the rows are written, rendered, with the
+meeting or handoff that calls for them, and enqueued once that commits; a rolled-back booking
+leaves no email behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import smtplib
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from functools import partial
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from core.models import Event, EventType
+from core.timestamps import parse_timestamp
+from tenants.models import User
+
+from .. import mail, scheduling
+from ..models import EmailKind, EmailStatus, Meeting, OutboundEmail
+
+logger = logging.getLogger("salesagent.email")
+
+# Delays after a failed attempt, before the next one: five attempts over about 2.5 hours.
+RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
+                timedelta(hours=2))
+MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
+# What a transport failure looks like: the server refused, the connection failed or timed out.
+TRANSIENT = (smtplib.SMTPException, OSError)
+REQUEUE_AFTER = timedelta(seconds=60)
+LEASE_MARGIN = timedelta(seconds=60)
+SWEEP_BATCH = 200
+
+EMAIL_EVENTS = (EventType.MEETING_BOOKED, EventType.MEETING_RESCHEDULED,
+                EventType.MEETING_CANCELLED, EventType.CONVERSATION_HANDOFF)
+_VISITOR_KIND = {
+    EventType.MEETING_BOOKED: EmailKind.MEETING_INVITATION,
+    EventType.MEETING_RESCHEDULED: EmailKind.MEETING_UPDATE,
+    EventType.MEETING_CANCELLED: EmailKind.MEETING_CANCELLATION,
+}
+
+
+def email_enabled() -> bool:
+    """Whether the service sends email at all (``EMAIL_URL=off://`` says it does not)."""
+    return bool(settings.EMAIL_ENABLED)
+
+
+def confirmation_will_be_sent(email: str | None) -> bool:
+    """What the agent may promise at a booking: a confirmation reaches this address."""
+    return email_enabled() and bool(email)
+
+
+# --- the subscriber -------------------------------------------------------------------------
+
+def emails_for_event(event: Event) -> None:
+    """In-transaction subscriber of the meeting events and ``conversation.handoff``."""
+    if not email_enabled():
+        return
+    rendered = _handoff(event) if event.type == EventType.CONVERSATION_HANDOFF else _meeting(event)
+    rows = [_row(event, r) for r in rendered]
+    if not rows:
+        return
+    created = []
+    for row in rows:
+        try:
+            with transaction.atomic():
+                row.save(force_insert=True)
+            created.append(row.pk)
+        except IntegrityError:  # this event's email to this address exists already
+            continue
+    if created:
+        transaction.on_commit(partial(enqueue, created))
+
+
+def _meeting(event: Event) -> list[mail.Rendered]:
+    meeting = (Meeting.objects.select_related("tenant", "lead", "host", "conversation")
+               .filter(pk=event.facts["meeting"]["id"]).first())
+    if meeting is None or meeting.lead is None:
+        return []
+    rendered = []
+    if meeting.lead.email:
+        previous = event.facts.get("previous")
+        label = (scheduling.make_slot(meeting.tenant, parse_timestamp(previous["starts_at"])).label
+                 if previous else None)
+        rendered.append(mail.visitor_email(meeting, _VISITOR_KIND[event.type],
+                                           previous_label=label))
+    if event.type == EventType.MEETING_BOOKED and _wants(meeting.host, "email_on_meeting"):
+        rendered.append(mail.host_email(meeting, event.facts.get("score_reasons") or []))
+    return rendered
+
+
+def _wants(person: User | None, preference: str) -> bool:
+    """Whether ``person`` can and wants to get the email their ``preference`` turns on."""
+    return (person is not None and person.is_active and bool(person.email)
+            and getattr(person, preference))
+
+
+def _handoff(event: Event) -> list[mail.Rendered]:
+    facts = event.facts
+    assignee_id = facts["conversation"]["assigned_to_id"]
+    # A person taking the conversation over needs no email about it.
+    if not facts.get("auto_assigned") or assignee_id is None:
+        return []
+    user = (User.objects.select_related("tenant")
+            .filter(pk=assignee_id, tenant_id=event.tenant_id, is_active=True).first())
+    if not _wants(user, "email_on_handoff"):
+        return []
+    return [mail.handoff_email(user, facts["conversation"], facts["handoff"], user.tenant)]
+
+
+def _row(event: Event, rendered: mail.Rendered) -> OutboundEmail:
+    now = timezone.now()
+    meeting_id = event.facts.get("meeting", {}).get("id")
+    return OutboundEmail(
+        tenant_id=event.tenant_id, livemode=event.livemode, kind=rendered.kind, to=rendered.to,
+        from_email=rendered.from_email, subject=rendered.subject[:300],
+        text_body=rendered.text_body, html_body=rendered.html_body, ics=rendered.ics,
+        ics_method=rendered.ics_method, lead_id=event.lead_id, meeting_id=meeting_id,
+        conversation_id=event.conversation_id, event_id=event.pk,
+        next_attempt_at=now, enqueued_at=now, created_at=now, updated_at=now)
+
+
+def enqueue(email_ids: Iterable[uuid.UUID]) -> None:
+    """One send task per id. A broker failure loses nothing: the rows stay due and the sweeper
+    enqueues them again after ``REQUEUE_AFTER``."""
+    from ..tasks import send_email
+
+    ids = [str(email_id) for email_id in email_ids]
+    try:
+        with send_email.app.producer_or_acquire() as producer:
+            batch = producer.batch() if hasattr(producer, "batch") else contextlib.nullcontext()
+            with batch:
+                for email_id in ids:
+                    send_email.apply_async((email_id,), producer=producer)
+    except Exception:
+        logger.exception("Could not enqueue %s emails; the sweeper will", len(ids))
+
+
+# --- one attempt ----------------------------------------------------------------------------
+
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.EMAIL_TIMEOUT) + LEASE_MARGIN
+
+
+def _claim(email_id: uuid.UUID, now: datetime) -> uuid.UUID | None:
+    """Takes a due queued email for this worker alone: the UPDATE's conditions are the claim,
+    so of two workers one wins. None when it is not due, taken, settled or gone."""
+    token = uuid.uuid4()
+    claimed = (OutboundEmail.objects
+               .filter(pk=email_id, status=EmailStatus.QUEUED, next_attempt_at__lte=now)
+               .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+               .update(claim_token=token, lease_expires_at=now + _lease(),
+                       attempts=F("attempts") + 1, updated_at=now))
+    return token if claimed == 1 else None
+
+
+def email_attempt(*, email_id: uuid.UUID, now: datetime | None = None) -> OutboundEmail | None:
+    """Sends a due email once and records how it went; None when there was nothing to send.
+
+    ``now`` is the clock of the schedule (tests move it). SMTP errors and connection failures
+    wait for the next step of ``RETRY_DELAYS``; after ``MAX_ATTEMPTS`` the email is ``failed``.
+    Any other error is not the transport's: the email fails at once, with the error recorded.
+    """
+    now = now or timezone.now()
+    token = _claim(email_id, now)
+    if token is None:
+        return None
+    email = OutboundEmail.objects.get(pk=email_id)
+    error, transient = "", False
+    try:
+        mail.message(email).send()
+    except TRANSIENT as exc:
+        error, transient = f"{type(exc).__name__}: {exc}", True
+        logger.warning("Email %s (attempt %s) not sent: %s", email.pk, email.attempts, error)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        logger.exception("Email %s failed", email.pk)
+    return _record(email, token=token, error=error, transient=transient, now=now)
+
+
+def _record(email: OutboundEmail, *, token: uuid.UUID, error: str, transient: bool,
+            now: datetime) -> OutboundEmail | None:
+    changes: dict = {"claim_token": None, "lease_expires_at": None, "enqueued_at": None,
+                     "last_error": error[:500], "updated_at": now}
+    if not error:
+        changes.update(status=EmailStatus.SENT, sent_at=now, next_attempt_at=None)
+    elif transient and email.attempts < MAX_ATTEMPTS:
+        changes.update(next_attempt_at=now + RETRY_DELAYS[email.attempts - 1])
+    else:
+        changes.update(status=EmailStatus.FAILED, next_attempt_at=None)
+    # Only the holder of the claim settles it: a claim taken back after its lease is not.
+    if OutboundEmail.objects.filter(pk=email.pk, claim_token=token).update(**changes) != 1:
+        logger.warning("Email %s: result of attempt %s dropped, the claim is gone", email.pk,
+                       email.attempts)
+        return None
+    for name, value in changes.items():
+        setattr(email, name, value)
+    return email
+
+
+# --- the sweeper ----------------------------------------------------------------------------
+
+def emails_sweep(*, now: datetime | None = None, batch: int = SWEEP_BATCH) -> int:
+    """Beat, every few seconds: enqueues the queued emails that are due and that no task is
+    known to carry (a retry whose backoff ended, a message the broker lost, a claim whose
+    worker died). Safe to run twice at once: the attempt's claim decides."""
+    now = now or timezone.now()
+    due = (OutboundEmail.objects.filter(status=EmailStatus.QUEUED, next_attempt_at__lte=now)
+           .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lte=now - REQUEUE_AFTER))
+           .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+           .order_by("next_attempt_at"))
+    ids = list(due.values_list("pk", flat=True)[:batch])
+    if ids:
+        OutboundEmail.objects.filter(pk__in=ids).update(enqueued_at=now)
+        enqueue(ids)
+    return len(ids)

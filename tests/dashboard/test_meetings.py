@@ -1,0 +1,104 @@
+"""Meetings and emails on the lead's page: shown with a fixed number of queries, rescheduled and
+cancelled by the tenant's staff (never another tenant's), and each person's own email settings."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from conversations import scheduling
+from conversations.models import Meeting, OutboundEmail
+from tests.conversations.meeting_helpers import book
+from tests.dashboard.client import signed_in
+
+
+@pytest.fixture
+def booked(api, kit, rep):
+    meeting, _ = book(api, kit)
+    return meeting
+
+
+def _lead_page(client, meeting) -> str:
+    return client.get(f"/dashboard/leads/{meeting.lead_id}/").content.decode()
+
+
+def test_the_lead_page_shows_the_meeting_and_its_emails_in_fixed_queries(
+        api, kit, rep, booked, django_assert_max_num_queries):
+    client = signed_in(rep)
+    client.get("/dashboard/")
+    with django_assert_max_num_queries(14) as first:
+        page = _lead_page(client, booked)
+    assert f'id="meeting-{booked.pk}"' in page and "with Ray" in page
+    assert "Reschedule" in page and "Cancel meeting" in page
+    assert "Meeting confirmation (visitor)" in page and "sam@umbrella.io" in page
+    assert "Meeting booked (host)" in page and "Queued" in page
+    count = len(first.captured_queries)
+    # More meetings and emails, the same number of queries.
+    for i in range(3):
+        book(api, kit, visitor=f"more{i}", email="sam@umbrella.io")
+    with django_assert_max_num_queries(count):
+        _lead_page(client, booked)
+
+
+def test_staff_reschedule_and_cancel_from_the_lead_page(kit, rep, booked):
+    client = signed_in(rep)
+    target = next(s for s in scheduling.free_slots(kit.tenant, True, now=timezone.now())
+                  if s.start != booked.starts_at)
+    r = client.post(f"/dashboard/meetings/{booked.pk}/reschedule/", {"slot": target.token})
+    assert r.status_code == 302 and r["Location"] == f"/dashboard/leads/{booked.lead_id}/"
+    booked.refresh_from_db()
+    assert booked.starts_at == target.start and booked.sequence == 1
+
+    r = client.post(f"/dashboard/meetings/{booked.pk}/reschedule/", {"slot": "soon"}, follow=True)
+    assert "choose one of the offered times" in r.content.decode()
+    r = client.post(f"/dashboard/meetings/{booked.pk}/cancel/", follow=True)
+    assert "Meeting cancelled" in r.content.decode()
+    booked.refresh_from_db()
+    assert (booked.status, booked.cancelled_by, booked.sequence) == ("cancelled", "staff", 2)
+    r = client.post(f"/dashboard/meetings/{booked.pk}/cancel/", follow=True)
+    assert "already cancelled" in r.content.decode()
+    assert sorted(OutboundEmail.objects.values_list("kind", flat=True)) == [
+        "host_meeting", "meeting_cancellation", "meeting_invitation", "meeting_update"]
+
+
+def test_a_get_changes_nothing(rep, booked):
+    client = signed_in(rep)
+    assert client.get(f"/dashboard/meetings/{booked.pk}/cancel/").status_code == 405
+    assert Meeting.objects.get(pk=booked.pk).status == "scheduled"
+
+
+def test_another_tenants_staff_cannot_touch_the_meeting(stranger, booked):
+    from tenants.services import user_create
+
+    theirs = user_create(tenant=stranger.tenant, email="eve@stranger.test", password="x" * 20)
+    client = signed_in(theirs)
+    assert client.post(f"/dashboard/meetings/{booked.pk}/cancel/").status_code == 404
+    assert client.post(f"/dashboard/meetings/{booked.pk}/reschedule/",
+                       {"slot": "2030-01-01T09:00Z"}).status_code == 404
+    assert client.get(f"/dashboard/leads/{booked.lead_id}/").status_code == 404
+    assert Meeting.objects.get(pk=booked.pk).status == "scheduled"
+
+
+def test_test_mode_staff_do_not_see_live_meetings(rep, booked):
+    client = signed_in(rep)
+    client.post("/dashboard/mode/", {"mode": "test"})
+    assert client.post(f"/dashboard/meetings/{booked.pk}/cancel/").status_code == 404
+
+
+def test_a_person_sets_their_own_emails(rep):
+    client = signed_in(rep)
+    page = client.get("/dashboard/account/").content.decode()
+    assert "Email me when a meeting is booked with me" in page and "checked" in page
+    r = client.post("/dashboard/account/", {"takes_meetings": "on", "email_on_handoff": "on"})
+    assert r.status_code == 302
+    rep.refresh_from_db()
+    assert (rep.takes_meetings, rep.email_on_meeting, rep.email_on_handoff) == (True, False, True)
+
+
+def test_the_admin_token_has_no_personal_settings(kit):
+    from tests.dashboard.client import Client
+
+    client = Client()
+    client.post("/dashboard/login/token/", {"token": kit.admin_token})
+    r = client.get("/dashboard/account/")
+    assert r.status_code == 302 and r["Location"] == "/dashboard/"
