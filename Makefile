@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
-APPS := config core tenants apikeys leads conversations knowledge analytics webhooks widget dashboard
+APPS := config core tenants apikeys leads conversations knowledge analytics webhooks widget dashboard calendars
 
 .PHONY: install run test chromium bench screenshots lint migrate clean
 

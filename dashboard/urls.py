@@ -2,7 +2,18 @@
 
 from django.urls import path
 
-from .views import analytics, conversations, home, keys, knowledge, leads, session, settings, webhooks
+from .views import (
+    analytics,
+    calendar,
+    conversations,
+    home,
+    keys,
+    knowledge,
+    leads,
+    session,
+    settings,
+    webhooks,
+)
 
 app_name = "dashboard"
 
@@ -44,6 +55,11 @@ urlpatterns = [
     path("settings/widget/", settings.settings_widget, name="settings-widget"),
     path("settings/origins/", settings.settings_origins, name="settings-origins"),
     path("settings/widget/preview/", settings.widget_preview, name="widget-preview"),
+    path("calendar/", calendar.calendar_page, name="calendar"),
+    path("calendar/connect/", calendar.calendar_connect, name="calendar-connect"),
+    path("calendar/disconnect/", calendar.calendar_disconnect, name="calendar-disconnect"),
+    path("calendar/writes/<uuid:meeting_id>/retry/", calendar.calendar_write_retry,
+         name="calendar-write-retry"),
     path("webhooks/", webhooks.webhook_index, name="webhooks"),
     path("webhooks/subscriptions/new/", webhooks.subscription_create,
          name="webhook-subscription-create"),

@@ -104,7 +104,8 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
         return replace(plan, needs_email=True)
     tenant = conversation.tenant
     start = scheduling.parse_token(token)
-    if start is None or not scheduling.is_bookable(tenant, start, now=now):
+    if (start is None or not scheduling.is_bookable(tenant, start, now=now)
+            or not scheduling.is_free(tenant, start)):  # no rep's calendar is free any more
         return offer_slots(conversation, plan, now=now, unavailable=True)
     slot = scheduling.make_slot(tenant, start)
     try:

@@ -11,6 +11,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from analytics import selectors as analytics_selectors
+from calendars import selectors as calendar_selectors
 from conversations import selectors as conversation_selectors
 from leads import selectors as lead_selectors
 from leads import services as lead_services
@@ -84,10 +85,19 @@ def lead_detail(request: HttpRequest, lead_id: str) -> HttpResponse:
         "status_form": LeadStatusForm(initial={"status": lead.status}),
         "conversations": actor.read(conversation_selectors.lead_conversation_list, lead_id=lead.pk,
                                     limit=20),
-        "meetings": actor.read(conversation_selectors.lead_meetings, lead_id=lead.pk, limit=10),
+        "meetings": _with_calendar_writes(actor, actor.read(conversation_selectors.lead_meetings,
+                                                            lead_id=lead.pk, limit=10)),
         "events": actor.read(analytics_selectors.lead_events, lead_id=lead.pk, limit=25),
         "section": "leads",
     })
+
+
+def _with_calendar_writes(actor, meetings: list) -> list:
+    """Each meeting with where it stands in its host's calendar (``calendar_write_state``)."""
+    writes = actor.read(calendar_selectors.meeting_writes, meeting_ids=[m.pk for m in meetings])
+    for meeting in meetings:
+        meeting.calendar_write_state = writes.get(meeting.pk)
+    return meetings
 
 
 @require_POST
