@@ -67,7 +67,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 
 # Fixtures that start a server (on 127.0.0.1, in a thread of this process): the tests that use
 # them are ``live`` like those that start processes, so ``-m "not live"`` leaves them out.
-SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver"})
+SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver", "radicale"})
 
 
 def pytest_collection_modifyitems(config, items):
