@@ -197,3 +197,27 @@ def eager_celery():
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def radicale(tmp_path):
+    """A real CalDAV server on 127.0.0.1 (tests/fakes/radicale.py), stopped after the test."""
+    from .fakes.radicale import Radicale
+
+    server = Radicale(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def local_calendars(settings):
+    """Radicale listens on 127.0.0.1 over plain HTTP: calendar URLs may, for this test only. The
+    free/busy cache starts and ends empty."""
+    from django.core.cache import cache
+
+    settings.CALENDARS_ALLOW_HTTP = True
+    settings.CALENDARS_ALLOW_PRIVATE_TARGETS = True
+    cache.clear()
+    yield settings
+    cache.clear()

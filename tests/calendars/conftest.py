@@ -1,31 +1,18 @@
-"""Fixtures of the calendar tests: a Radicale server, calendar URLs allowed on 127.0.0.1 over
-plain HTTP, and a rep whose calendar is connected."""
+"""Fixtures of the calendar tests (``radicale`` and ``local_calendars`` are the suite's): calendar
+URLs allowed on 127.0.0.1 over plain HTTP in every test here, and a rep whose calendar is
+connected."""
 
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 
 from calendars import services
-from tests.fakes.radicale import USERS, Radicale
-
-
-@pytest.fixture
-def radicale(tmp_path):
-    server = Radicale(tmp_path)
-    server.start()
-    yield server
-    server.stop()
+from tests.fakes.radicale import USERS
 
 
 @pytest.fixture(autouse=True)
-def local_calendars(settings):
-    """Radicale listens on 127.0.0.1 over plain HTTP: lift both rules for these tests only."""
-    settings.CALENDARS_ALLOW_HTTP = True
-    settings.CALENDARS_ALLOW_PRIVATE_TARGETS = True
-    cache.clear()
-    yield settings
-    cache.clear()
+def _local(local_calendars):
+    return local_calendars
 
 
 @pytest.fixture
