@@ -48,7 +48,7 @@ bench: install
 
 # docs/screenshots/*.png again: the browser tests write them only when SCREENSHOTS=1.
 screenshots: install
-	SCREENSHOTS=1 $(BIN)/python -m pytest tests/widget/test_browser.py tests/dashboard/test_browser.py $(PYTEST_ARGS)
+	SCREENSHOTS=1 $(BIN)/python -m pytest tests/widget/test_browser.py tests/dashboard/test_browser.py tests/calendars/test_browser.py $(PYTEST_ARGS)
 
 # Style, and no function above cyclomatic complexity 10 (radon prints nothing).
 lint: install
