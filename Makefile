@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
-APPS := config core tenants apikeys leads conversations knowledge analytics webhooks widget dashboard
+APPS := config core tenants apikeys leads conversations knowledge analytics webhooks widget dashboard calendars
 
 .PHONY: install run test chromium bench eval screenshots lint migrate clean
 
@@ -54,7 +54,7 @@ eval: migrate
 # docs/screenshots/*.png again: the browser tests write them only when SCREENSHOTS=1.
 screenshots: install
 	SCREENSHOTS=1 $(BIN)/python -m pytest tests/widget/test_browser.py tests/dashboard/test_browser.py \
-		tests/dashboard/test_browser_meetings.py $(PYTEST_ARGS)
+		tests/dashboard/test_browser_meetings.py tests/calendars/test_browser.py $(PYTEST_ARGS)
 
 # Style, and no function above cyclomatic complexity 10 (radon prints nothing).
 lint: install

@@ -69,7 +69,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 # Fixtures that start a server (on 127.0.0.1, in a thread of this process): the tests that use
 # them are ``live`` like those that start processes, so ``-m "not live"`` leaves them out.
 SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver", "smtp_server",
-                             "smtp"})
+                             "smtp", "radicale"})
 
 
 def pytest_collection_modifyitems(config, items):
@@ -260,3 +260,27 @@ def send_emails(email_queue, eager_celery) -> EmailQueue:
     """Emails are enqueued for real, and the Celery task runs inline as a worker would run it."""
     email_queue.sending = True
     return email_queue
+
+
+@pytest.fixture
+def radicale(tmp_path):
+    """A real CalDAV server on 127.0.0.1 (tests/fakes/radicale.py), stopped after the test."""
+    from .fakes.radicale import Radicale
+
+    server = Radicale(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def local_calendars(settings):
+    """Radicale listens on 127.0.0.1 over plain HTTP: calendar URLs may, for this test only. The
+    free/busy cache starts and ends empty."""
+    from django.core.cache import cache
+
+    settings.CALENDARS_ALLOW_HTTP = True
+    settings.CALENDARS_ALLOW_PRIVATE_TARGETS = True
+    cache.clear()
+    yield settings
+    cache.clear()

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "webhooks",
     "widget",
     "dashboard",
+    "calendars",
 ]
 
 MIDDLEWARE = [
@@ -270,6 +271,19 @@ WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
 WEBHOOKS_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", False)
 # How long a receiver has to answer, in seconds (the specification's 30).
 WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 30, minimum=1)
+
+# --- Reps' calendars (docs/calendars.md) ----------------------------------------------------
+
+# CalDAV URLs must be https and resolve to public addresses, as webhook URLs; these lift the two
+# rules for tests and for a calendar server on the service's own network (a home Radicale).
+CALENDARS_ALLOW_HTTP = env_bool("CALENDARS_ALLOW_HTTP", False)
+CALENDARS_ALLOW_PRIVATE_TARGETS = env_bool("CALENDARS_ALLOW_PRIVATE_TARGETS", False)
+# One request to a calendar server may take this long; a chat turn waits at most this long for
+# all of the reps' free/busy together, then offers from the availability table.
+CALENDARS_TIMEOUT_SECONDS = env_int("CALENDARS_TIMEOUT_SECONDS", 2, minimum=1)
+# How long a rep's free/busy (or the news that their calendar is down) is kept in the cache.
+CALENDARS_FREEBUSY_SECONDS = env_int("CALENDARS_FREEBUSY_SECONDS", 60, minimum=1)
+CELERY_BEAT_SCHEDULE["sweep-calendar-writes"] = {"task": "calendars.sweep", "schedule": 10.0}
 
 # --- The knowledge base ---------------------------------------------------------------------
 

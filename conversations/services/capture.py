@@ -106,7 +106,8 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
         return replace(plan, needs_email=True)
     tenant = conversation.tenant
     start = scheduling.parse_token(token)
-    if start is None or not scheduling.is_bookable(tenant, start, now=now):
+    if (start is None or not scheduling.is_bookable(tenant, start, now=now)
+            or not scheduling.is_free(tenant, start)):  # no rep's calendar is free any more
         return offer_slots(conversation, plan, now=now, unavailable=True)
     slot = scheduling.make_slot(tenant, start)
     try:
@@ -114,7 +115,7 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
             meeting = Meeting.objects.create(
                 tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
                 starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
-                host=user_next_in_rotation(tenant_id=tenant.pk, now=now, takes_meetings=True),
+                host=_host(tenant, slot, now=now),
                 created_at=now, updated_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
@@ -124,6 +125,13 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
     conversation.offered_slots = []
     return replace(plan, booked_slot=slot, meeting_id=meeting.pk,
                    confirmation_email=confirmation_will_be_sent(lead.email))
+
+
+def _host(tenant, slot, *, now: datetime):
+    """The rep the meeting is with: one whose calendar is free at the slot (round-robin among
+    them, docs/calendars.md), else the next who takes meetings (round-robin, no calendar)."""
+    return (scheduling.pick_host(tenant, slot.start, slot.end)
+            or user_next_in_rotation(tenant_id=tenant.pk, now=now, takes_meetings=True))
 
 
 def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:

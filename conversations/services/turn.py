@@ -236,9 +236,26 @@ class _Turn:
         return MEETING_BOOKED in self.seen
 
 
-@transaction.atomic
 def turn_apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
     """Applies what the visitor's message meant; returns what the reply must say."""
+    if _may_schedule(opened, analysis):
+        # The reps' calendars are read here, outside the transaction, in bounded time: the
+        # transaction below reads what this cached (docs/calendars.md).
+        scheduling.prepare_calendars(opened.tenant, now=timezone.now())
+    return _apply(opened=opened, analysis=analysis)
+
+
+def _may_schedule(opened: OpenedTurn, analysis: Analysis) -> bool:
+    """Whether this turn may offer slots (the visitor asks for a meeting) or book one (slots
+    were offered, or the visitor named one)."""
+    if opened.silent:
+        return False
+    wants_slots = analysis.wants_meeting and not opened.tenant.booking_url
+    return wants_slots or bool(analysis.chosen_slot or opened.ctx.slots)
+
+
+@transaction.atomic
+def _apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
     conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
                     .get(pk=opened.conversation_id))
     conversation.tenant = opened.tenant

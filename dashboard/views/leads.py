@@ -13,6 +13,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from analytics import selectors as analytics_selectors
+from calendars import selectors as calendar_selectors
 from conversations import scheduling
 from conversations import selectors as conversation_selectors
 from conversations.models import MeetingStatus
@@ -91,7 +92,7 @@ def lead_detail(request: HttpRequest, lead_id: str) -> HttpResponse:
         "status_form": LeadStatusForm(initial={"status": lead.status}),
         "conversations": actor.read(conversation_selectors.lead_conversation_list, lead_id=lead.pk,
                                     limit=20),
-        "meetings": meetings,
+        "meetings": _with_calendar_writes(actor, meetings),
         "free_slots": _free_slots(actor, meetings),
         "emails": actor.read(conversation_selectors.lead_emails, lead_id=lead.pk, limit=20),
         "events": actor.read(analytics_selectors.lead_events, lead_id=lead.pk, limit=25),
@@ -139,6 +140,14 @@ def meeting_reschedule(request: HttpRequest, meeting_id: str) -> HttpResponse:
                                                                      starts_at=start),
                 "Meeting moved: the visitor gets an updated invitation.")
     return redirect("dashboard:lead", lead_id=meeting.lead_id)
+
+
+def _with_calendar_writes(actor, meetings: list) -> list:
+    """Each meeting with where it stands in its host's calendar (``calendar_write_state``)."""
+    writes = actor.read(calendar_selectors.meeting_writes, meeting_ids=[m.pk for m in meetings])
+    for meeting in meetings:
+        meeting.calendar_write_state = writes.get(meeting.pk)
+    return meetings
 
 
 @require_POST

@@ -10,7 +10,7 @@ from tests import live
 
 ROOT = live.ROOT
 APPS = ("core", "tenants", "apikeys", "leads", "knowledge", "conversations", "analytics",
-        "webhooks", "widget", "dashboard")
+        "webhooks", "widget", "dashboard", "calendars")
 # The domain apps that write and emit; the subscribers above them may import them, not the
 # reverse.
 BELOW_SUBSCRIBERS = ("core", "tenants", "apikeys", "leads", "knowledge", "conversations")
