@@ -52,6 +52,18 @@ def unsupported_figures(text: str, sources: Iterable[str]) -> list[str]:
     return sorted(figures(text) - allowed)
 
 
+def fit(text: str, limit: int, *, words: bool = True) -> str:
+    """``text`` if it fits in ``limit`` characters; else its whole sentences that do, or, if not
+    even the first one does, its words that do, closed with "…" (nothing, with ``words=False``)."""
+    if len(text) <= limit:
+        return text
+    ends = [m.start() for m in _BOUNDARY.finditer(text[:limit + 1]) if m.start() > 0]
+    if ends:
+        return text[:ends[-1]]
+    start = text[:max(0, limit - 1)].rsplit(" ", 1)[0].rstrip() if words else ""
+    return start + "…" if start else ""
+
+
 def _normal(sentence: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", "", sentence.lower()).split())
 

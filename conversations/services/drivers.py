@@ -29,7 +29,7 @@ from asgiref.sync import sync_to_async
 from core.errors import ServiceError
 
 from ..agent import rules
-from ..agent.guard import ReplyGuard
+from ..agent.guard import ReplyGuard, fit
 from ..agent.phrases import phrase
 from ..agent.providers import Provider
 from ..agent.providers.base import AnalysisUnusable
@@ -139,19 +139,17 @@ class _Turn:
         return sources
 
     def _ending(self, guard: ReplyGuard) -> str:
-        """What closes a reply the guard ended early, or replaces one with nothing in it."""
+        """What closes a reply the guard ended early, or replaces one with nothing in it; within
+        what is left of the cap, like the rest of the reply."""
         ctx = self.opened.ctx
+        room = ctx.limits.max_chars - len(guard.shown)
         if guard.stopped == "grounding":
             logger.warning("reply cut before unsupported figures %s in conversation %s",
                            guard.unsupported, self.opened.conversation_id)
-            unsure = phrase(ctx.language, "unsure")
-            if ctx.facts.pricing_url:
-                unsure += " " + phrase(ctx.language, "pricing_link", url=ctx.facts.pricing_url)
-            close = phrase(ctx.language, "cut") if guard.dangling else ""
-            return close + ("\n\n" if guard.shown.strip() else "") + unsure
+            return _grounding_ending(ctx, guard, room)
         if not guard.shown.strip():
             self.info["reply"] = "builtin (empty reply)"
-            return compose(ctx, self.analysis, self.plan)
+            return fit(compose(ctx, self.analysis, self.plan), room)
         return "…" if guard.dangling else ""
 
     def _say(self, text: str) -> str:
@@ -172,6 +170,24 @@ class _Turn:
         except Exception:
             logger.exception("could not save the partial reply of conversation %s",
                              self.opened.conversation_id)
+
+
+def _grounding_ending(ctx: TurnContext, guard: ReplyGuard, room: int) -> str:
+    """The truthful close of a reply cut before an unsupported figure: that the agent would
+    rather check than guess, a call, the pricing page. As much of it as the cap leaves room for,
+    in whole sentences, or at least the "…" of an unfinished sentence: the figure is never shown,
+    and the cap never passed."""
+    close = phrase(ctx.language, "cut") if guard.dangling else ""
+    gap = "\n\n" if guard.shown.strip() else ""
+    unsure = phrase(ctx.language, "unsure")
+    link = (" " + phrase(ctx.language, "pricing_link", url=ctx.facts.pricing_url)
+            if ctx.facts.pricing_url else "")
+    for text in (unsure + link, unsure, fit(unsure, room - len(close + gap), words=False)):
+        if text and len(close + gap + text) <= room:
+            return close + gap + text
+    if close and len(close) <= room:
+        return close
+    return "…" if guard.dangling else ""
 
 
 async def run_turn(opened: OpenedTurn, provider: Provider) -> TurnOutcome:
