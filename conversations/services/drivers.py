@@ -8,6 +8,8 @@ limits", "Grounding", "When the model misbehaves"):
 - an analysis the model cannot give (no call, another function, arguments that are no JSON
   object) or does not give in time is the deterministic one (``rules``), and the turn records
   that it fell back;
+- what the rules are sure of is decided whatever the model read: a request for a person hands
+  off, a request for a demo or a meeting offers one (small models miss both);
 - the reply passes through ``ReplyGuard``: capped on a whole sentence, stopped when it loops,
   and cut before any figure that nothing in the turn supports, with a truthful sentence instead;
 - a reply that says nothing is the builtin agent's.
@@ -21,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -82,13 +84,33 @@ class _Turn:
         ctx = self.opened.ctx
         try:
             async with asyncio.timeout(self.deadline.left()):
-                return await self.provider.analyze(ctx), "model"
+                analysis = await self.provider.analyze(ctx)
+            return await self._with_rules(analysis), "model"
         except AnalysisUnusable:
             return await BuiltinProvider().analyze(ctx), "fallback"
         except TimeoutError:
             logger.warning("analysis past the turn's deadline in conversation %s",
                            self.opened.conversation_id)
             return await BuiltinProvider().analyze(ctx), "fallback (deadline)"
+
+    async def _with_rules(self, analysis: Analysis) -> Analysis:
+        """The model's analysis, with the decisions the deterministic rules are sure of when the
+        model missed them (recorded in ``Message.turn["rules"]``): an explicit request for a
+        person is handed off, and a request for a demo or a meeting is offered one."""
+        if self.provider.name == BuiltinProvider.name:
+            return analysis
+        net = await BuiltinProvider().analyze(self.opened.ctx)
+        taken = []
+        if net.intent == "human_request" and analysis.handoff is None:
+            analysis = replace(analysis, intent=net.intent, confidence=net.confidence,
+                               handoff=net.handoff)
+            taken.append("handoff")
+        if net.intent == "demo_request" and not analysis.wants_meeting:
+            analysis = replace(analysis, wants_meeting=True)
+            taken.append("meeting")
+        if taken:
+            self.info["rules"] = taken
+        return analysis
 
     async def chunks(self) -> AsyncIterator[str]:
         """The reply as the visitor sees it (also collected in ``parts``)."""
