@@ -30,7 +30,7 @@ from asgiref.sync import sync_to_async
 
 from core.errors import ServiceError
 
-from ..agent import rules
+from ..agent import prompts, rules
 from ..agent.guard import ReplyGuard, fit
 from ..agent.phrases import phrase
 from ..agent.providers import Provider
@@ -120,7 +120,8 @@ class _Turn:
             return
         guard = ReplyGuard(max_chars=self.opened.ctx.limits.max_chars,
                            max_chunks=self.opened.ctx.limits.max_tokens,
-                           sources=self._sources())
+                           sources=self._sources(),
+                           private=prompts.private(tenant=self.opened.ctx.tenant_name))
         truncated = False
         async for chunk, late in self._model_chunks(guard):
             truncated = truncated or late
@@ -169,6 +170,9 @@ class _Turn:
             logger.warning("reply cut before unsupported figures %s in conversation %s",
                            guard.unsupported, self.opened.conversation_id)
             return _grounding_ending(ctx, guard, room)
+        if guard.stopped == "leak":
+            logger.warning("reply cut before repeating its instructions in conversation %s",
+                           self.opened.conversation_id)
         if not guard.shown.strip():
             self.info["reply"] = "builtin (empty reply)"
             return fit(compose(ctx, self.analysis, self.plan), room)
