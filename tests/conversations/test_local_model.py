@@ -40,7 +40,7 @@ def smol(local_model, kit, settings):
     """``kit``'s tenant on the OpenAI provider, talking to the local model, with a small cap and
     an empty knowledge base and no tenant facts: nothing it may quote a price from."""
     settings.AGENT_MAX_RETRIES = 0
-    settings.AGENT_TIMEOUT_SECONDS = 120
+    settings.AGENT_TIMEOUT_SECONDS = 300  # the turn's own deadline (120 s) governs
     tenant_set_agent(tenant=kit.tenant, provider="openai", model=MODEL, api_key=PROVIDER_KEY,
                      base_url=local_model)
     tenant_set_agent_limits(tenant=kit.tenant, max_reply_tokens=MAX_TOKENS,
