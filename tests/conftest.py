@@ -69,13 +69,24 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 # Fixtures that start a server (on 127.0.0.1, in a thread of this process): the tests that use
 # them are ``live`` like those that start processes, so ``-m "not live"`` leaves them out.
 SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver", "smtp_server",
-                             "smtp", "radicale"})
+                             "smtp", "radicale", "local_model"})
 
 
 def pytest_collection_modifyitems(config, items):
+    from . import local_model
+
+    model_missing = None
     for item in items:
-        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        fixtures = getattr(item, "fixturenames", ())
+        if SERVER_FIXTURES.intersection(fixtures):
             item.add_marker(pytest.mark.live)
+        if "local_model" in fixtures:
+            if model_missing is None:
+                model_missing = not local_model.installed()
+            if model_missing:
+                # A mark, not a skip inside the fixture: pytest folds the skips of marks into
+                # one line of its summary, however many tests there are.
+                item.add_marker(pytest.mark.skip(reason=local_model.NOT_INSTALLED))
 
 
 def pytest_configure(config):
@@ -164,6 +175,18 @@ def fake_server():
     server = FakeOpenAI()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The base URL of a real model on a local llama.cpp server (tests/local_model.py), one
+    server for the session. Without the local-model extra, the tests that use it are skipped
+    (``pytest_collection_modifyitems``) with one message, the one permitted skip, saying how to
+    install it."""
+    from . import local_model as model
+
+    with model.serve(n_ctx=2048) as base_url:
+        yield base_url
 
 
 @pytest.fixture

@@ -10,7 +10,10 @@ word at a time, except where a sentence must be seen whole before any of it is s
   clause and the rest of the model's text is dropped;
 - near the character cap, and near the token limit, sentences are held so that the reply ends
   on a whole sentence within the cap;
-- once a sentence has come twice, the next ones are held, and a third time ends the reply.
+- once a sentence has come twice, the next ones are held, and a third time ends the reply;
+- a sentence that starts to sound like the instructions (``ECHO_WORDS`` of their words in a
+  row) is held, and if it repeats ``LEAK_WORDS`` of them in a row, the reply ends before it (a
+  model asked to "print your system prompt" may do just that).
 
 So a figure nobody supports is never shown, a reply never exceeds its cap, and what was shown
 is what is stored: the guard's output is the reply.
@@ -30,6 +33,8 @@ _WORD_END = re.compile(r"\s")
 CHAR_MARGIN = 240
 CHUNK_MARGIN = 48
 REPEATS_ALLOWED = 2  # the same sentence this many times; the next time ends the reply
+LEAK_WORDS = 6  # this many words in a row of the instructions are a leak, fewer a coincidence
+ECHO_WORDS = 3  # this many may be one: the sentence is held until it can be judged whole
 
 
 def figures(text: str) -> set[str]:
@@ -52,6 +57,24 @@ def unsupported_figures(text: str, sources: Iterable[str]) -> list[str]:
     return sorted(figures(text) - allowed)
 
 
+def fit(text: str, limit: int, *, words: bool = True) -> str:
+    """``text`` if it fits in ``limit`` characters; else its whole sentences that do, or, if not
+    even the first one does, its words that do, closed with "…" (nothing, with ``words=False``)."""
+    if len(text) <= limit:
+        return text
+    ends = [m.start() for m in _BOUNDARY.finditer(text[:limit + 1]) if m.start() > 0]
+    if ends:
+        return text[:ends[-1]]
+    start = text[:max(0, limit - 1)].rsplit(" ", 1)[0].rstrip() if words else ""
+    return start + "…" if start else ""
+
+
+def word_runs(text: str, length: int = LEAK_WORDS) -> set[str]:
+    """Every run of ``length`` consecutive words of ``text``, lower case, punctuation aside."""
+    words = re.findall(r"\w+", text.lower())
+    return {" ".join(words[i:i + length]) for i in range(len(words) - length + 1)}
+
+
 def _normal(sentence: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", "", sentence.lower()).split())
 
@@ -59,12 +82,17 @@ def _normal(sentence: str) -> str:
 class ReplyGuard:
     """Feed it the provider's chunks; it returns what may be shown now. ``done`` tells the
     caller to stop the provider; ``stopped`` says why the reply ended early (``cap``,
-    ``repetition``, ``grounding``, ``length``), and ``dangling`` whether the text shown ends
-    inside a sentence (the caller then closes it)."""
+    ``repetition``, ``grounding``, ``leak``, ``length``), and ``dangling`` whether the text shown
+    ends inside a sentence (the caller then closes it). ``private``: the instructions, which the
+    reply must not repeat."""
 
-    def __init__(self, *, max_chars: int, max_chunks: int, sources: Iterable[str]):
+    def __init__(self, *, max_chars: int, max_chunks: int, sources: Iterable[str],
+                 private: Iterable[str] = ()):
         self.max_chars, self.max_chunks = max_chars, max_chunks
         self.sources = list(sources)
+        private = list(private)
+        self.private = set().union(*(word_runs(text) for text in private))
+        self.echoes = set().union(*(word_runs(text, ECHO_WORDS) for text in private))
         self.shown = ""
         self.open = ""  # the current sentence's text not shown yet
         self.started = ""  # the current sentence's text already shown
@@ -127,7 +155,7 @@ class ReplyGuard:
         if cut < 0:
             return ""
         words, rest = self.open[:cut + 1], self.open[cut + 1:]
-        if figures(words):
+        if figures(words) or word_runs(self.started + words, ECHO_WORDS) & self.echoes:
             self.holding = True
             return ""
         self.open, self.started = rest, self.started + words
@@ -136,6 +164,9 @@ class ReplyGuard:
     def _sentence(self, rest: str) -> str:
         """The end of a sentence (the part not shown yet): shown, or the reply ends here."""
         whole, self.started, self.holding = self.started + rest, "", False
+        if self._leaks(whole):
+            self.started = whole[:len(whole) - len(rest)]
+            return ""
         if self._repeated(whole):
             self.stopped, self.started = "repetition", whole[:len(whole) - len(rest)]
             return ""
@@ -150,6 +181,12 @@ class ReplyGuard:
         if self._near_caps():
             self.sticky = True
         return rest
+
+    def _leaks(self, sentence: str) -> bool:
+        """Whether ``sentence`` repeats the instructions; if so the reply ends before it."""
+        if word_runs(sentence) & self.private:
+            self.stopped = "leak"
+        return self.stopped == "leak"
 
     def _repeated(self, sentence: str) -> bool:
         key = _normal(sentence)

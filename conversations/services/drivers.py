@@ -8,6 +8,8 @@ limits", "Grounding", "When the model misbehaves"):
 - an analysis the model cannot give (no call, another function, arguments that are no JSON
   object) or does not give in time is the deterministic one (``rules``), and the turn records
   that it fell back;
+- what the rules are sure of is decided whatever the model read: a request for a person hands
+  off, a request for a demo or a meeting offers one (small models miss both);
 - the reply passes through ``ReplyGuard``: capped on a whole sentence, stopped when it loops,
   and cut before any figure that nothing in the turn supports, with a truthful sentence instead;
 - a reply that says nothing is the builtin agent's.
@@ -21,15 +23,15 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
 from core.errors import ServiceError
 
-from ..agent import rules
-from ..agent.guard import ReplyGuard
+from ..agent import prompts, rules
+from ..agent.guard import ReplyGuard, fit
 from ..agent.phrases import phrase
 from ..agent.providers import Provider
 from ..agent.providers.base import AnalysisUnusable
@@ -82,13 +84,33 @@ class _Turn:
         ctx = self.opened.ctx
         try:
             async with asyncio.timeout(self.deadline.left()):
-                return await self.provider.analyze(ctx), "model"
+                analysis = await self.provider.analyze(ctx)
+            return await self._with_rules(analysis), "model"
         except AnalysisUnusable:
             return await BuiltinProvider().analyze(ctx), "fallback"
         except TimeoutError:
             logger.warning("analysis past the turn's deadline in conversation %s",
                            self.opened.conversation_id)
             return await BuiltinProvider().analyze(ctx), "fallback (deadline)"
+
+    async def _with_rules(self, analysis: Analysis) -> Analysis:
+        """The model's analysis, with the decisions the deterministic rules are sure of when the
+        model missed them (recorded in ``Message.turn["rules"]``): an explicit request for a
+        person is handed off, and a request for a demo or a meeting is offered one."""
+        if self.provider.name == BuiltinProvider.name:
+            return analysis
+        net = await BuiltinProvider().analyze(self.opened.ctx)
+        taken = []
+        if net.intent == "human_request" and analysis.handoff is None:
+            analysis = replace(analysis, intent=net.intent, confidence=net.confidence,
+                               handoff=net.handoff)
+            taken.append("handoff")
+        if net.intent == "demo_request" and not analysis.wants_meeting:
+            analysis = replace(analysis, wants_meeting=True)
+            taken.append("meeting")
+        if taken:
+            self.info["rules"] = taken
+        return analysis
 
     async def chunks(self) -> AsyncIterator[str]:
         """The reply as the visitor sees it (also collected in ``parts``)."""
@@ -98,7 +120,8 @@ class _Turn:
             return
         guard = ReplyGuard(max_chars=self.opened.ctx.limits.max_chars,
                            max_chunks=self.opened.ctx.limits.max_tokens,
-                           sources=self._sources())
+                           sources=self._sources(),
+                           private=prompts.private(tenant=self.opened.ctx.tenant_name))
         truncated = False
         async for chunk, late in self._model_chunks(guard):
             truncated = truncated or late
@@ -139,19 +162,20 @@ class _Turn:
         return sources
 
     def _ending(self, guard: ReplyGuard) -> str:
-        """What closes a reply the guard ended early, or replaces one with nothing in it."""
+        """What closes a reply the guard ended early, or replaces one with nothing in it; within
+        what is left of the cap, like the rest of the reply."""
         ctx = self.opened.ctx
+        room = ctx.limits.max_chars - len(guard.shown)
         if guard.stopped == "grounding":
             logger.warning("reply cut before unsupported figures %s in conversation %s",
                            guard.unsupported, self.opened.conversation_id)
-            unsure = phrase(ctx.language, "unsure")
-            if ctx.facts.pricing_url:
-                unsure += " " + phrase(ctx.language, "pricing_link", url=ctx.facts.pricing_url)
-            close = phrase(ctx.language, "cut") if guard.dangling else ""
-            return close + ("\n\n" if guard.shown.strip() else "") + unsure
+            return _grounding_ending(ctx, guard, room)
+        if guard.stopped == "leak":
+            logger.warning("reply cut before repeating its instructions in conversation %s",
+                           self.opened.conversation_id)
         if not guard.shown.strip():
             self.info["reply"] = "builtin (empty reply)"
-            return compose(ctx, self.analysis, self.plan)
+            return fit(compose(ctx, self.analysis, self.plan), room)
         return "…" if guard.dangling else ""
 
     def _say(self, text: str) -> str:
@@ -172,6 +196,24 @@ class _Turn:
         except Exception:
             logger.exception("could not save the partial reply of conversation %s",
                              self.opened.conversation_id)
+
+
+def _grounding_ending(ctx: TurnContext, guard: ReplyGuard, room: int) -> str:
+    """The truthful close of a reply cut before an unsupported figure: that the agent would
+    rather check than guess, a call, the pricing page. As much of it as the cap leaves room for,
+    in whole sentences, or at least the "…" of an unfinished sentence: the figure is never shown,
+    and the cap never passed."""
+    close = phrase(ctx.language, "cut") if guard.dangling else ""
+    gap = "\n\n" if guard.shown.strip() else ""
+    unsure = phrase(ctx.language, "unsure")
+    link = (" " + phrase(ctx.language, "pricing_link", url=ctx.facts.pricing_url)
+            if ctx.facts.pricing_url else "")
+    for text in (unsure + link, unsure, fit(unsure, room - len(close + gap), words=False)):
+        if text and len(close + gap + text) <= room:
+            return close + gap + text
+    if close and len(close) <= room:
+        return close
+    return "…" if guard.dangling else ""
 
 
 async def run_turn(opened: OpenedTurn, provider: Provider) -> TurnOutcome:

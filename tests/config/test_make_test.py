@@ -1,16 +1,19 @@
 """``make test`` brings its own browser: without Chromium, a user who cannot install it is
 stopped before any test with one line saying what to install (root gets it installed, which a
-test cannot show without uninstalling it)."""
+test cannot show without uninstalling it). Without the local-model extra, the tests that need it
+skip with one message saying how to install it."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from tests.live import ROOT
+from tests.live import ROOT, environment
 
 
 def as_someone_else(command: list[str]) -> list[str]:
@@ -40,3 +43,22 @@ def test_make_test_without_chromium_stops_at_once_with_one_line():
     message = [line for line in proc.stderr.splitlines() if not line.startswith("make:")]
     assert len(message) == 1, proc.stderr
     assert "apt-get install chromium" in message[0] and "/nonexistent/chromium" in message[0]
+
+
+@pytest.mark.live
+def test_without_the_local_model_its_tests_skip_with_one_message_saying_how_to_install_it():
+    from tests.local_model import NOT_INSTALLED
+
+    # As if llama-cpp-python were not installed: its import finds nothing.
+    code = ("import sys, pytest; sys.modules['llama_cpp'] = None; sys.exit(pytest.main(["
+            "'-q', '-p', 'no:cacheprovider', 'tests/conversations/test_local_model.py']))")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env=environment({"DATABASE_URL": None, "REDIS_URL": None, "PYTEST_XDIST_WORKER": None,
+                         "PYTEST_XDIST_TESTRUNUID": None, "PYTEST_ADDOPTS": None}))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    skipped = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == 1, proc.stdout
+    assert skipped[0].endswith(NOT_INSTALLED) and "`make install-local-model`" in skipped[0]
+    assert "one permitted skip" in skipped[0]
+    assert re.search(r"^\d+ skipped in ", proc.stdout.splitlines()[-1]), proc.stdout

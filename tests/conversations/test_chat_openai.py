@@ -211,3 +211,32 @@ def test_arguments_that_are_not_an_object_fall_back_to_the_rules(api, kit, fake)
     r = chat(api, kit, "How much does it cost?")
     assert r.status_code == 200 and r.json()["intent"] == "pricing"
     assert Message.objects.get(role="assistant").turn["analysis"] == "fallback"
+
+
+def test_a_request_for_a_person_the_model_missed_is_handed_off(api, kit, fake):
+    fake.analysis = {"intent": "greeting", "confidence": 0.9, "handoff": {"priority": "low"}}
+    r = chat(api, kit, "Can I talk to a real person, please?")
+    data = r.json()
+    assert data["handoff"]["reason"] == "The visitor asked to talk to a person."
+    assert data["content"] == "I'm bringing in a member of our team, who will reply here shortly."
+    assert data["intent"] == "human_request"
+    assert Conversation.objects.get().status == "handed_off"
+    assert fake.reply_requests() == []
+    turn = Message.objects.get(role="assistant").turn
+    assert (turn["analysis"], turn["rules"]) == ("model", ["handoff"])
+
+
+def test_a_demo_request_the_model_missed_is_offered_a_meeting(api, kit, fake):
+    fake.analysis = {"intent": "greeting", "confidence": 0.9}
+    data = chat(api, kit, "Can I book a demo for my team?").json()
+    slots = [a for a in data["suggestedActions"] if a["message"].startswith("Book ")]
+    assert len(slots) == 3 and data["intent"] == "greeting"
+    assert Message.objects.get(role="assistant").turn["rules"] == ["meeting"]
+
+
+def test_what_the_model_decided_is_not_second_guessed(api, kit, fake):
+    fake.analysis = {"intent": "support", "confidence": 0.9, "wants_meeting": True, "handoff": {
+        "reason": "Wants a person", "priority": "high", "suggested_team": "support"}}
+    data = chat(api, kit, "Can I talk to a person about a demo?").json()
+    assert data["handoff"]["reason"] == "Wants a person" and data["intent"] == "support"
+    assert "rules" not in Message.objects.get(role="assistant").turn
