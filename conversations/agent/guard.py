@@ -28,6 +28,8 @@ from collections.abc import Iterable
 # break (a list item, a paragraph).
 _BOUNDARY = re.compile(r"(?<=[.!?…])\s+|\n+")
 _FIGURE = re.compile(r"\d+(?:[.,:/]\d+)*")
+# A numbered list's "1." or "2)" at the start of a line: a position, not a fact.
+_LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)](?=\s|$)", re.MULTILINE)
 _WORD_END = re.compile(r"\s")
 # Hold sentences this close to the caps, so that the last one shown ends within them.
 CHAR_MARGIN = 240
@@ -39,9 +41,9 @@ ECHO_WORDS = 3  # this many may be one: the sentence is held until it can be jud
 
 def figures(text: str) -> set[str]:
     """The numbers in ``text``, thousands separators and trailing zeros of decimals aside:
-    "$1,200.00" and "1200" are one figure."""
+    "$1,200.00" and "1200" are one figure. A numbered list's markers are none."""
     found = set()
-    for match in _FIGURE.findall(text):
+    for match in _FIGURE.findall(_LIST_MARKER.sub(" ", text)):
         number = match.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", match) else match
         if "." in number and number.replace(".", "").isdigit():
             number = number.rstrip("0").rstrip(".")

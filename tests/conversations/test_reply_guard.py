@@ -95,6 +95,18 @@ def test_a_price_nothing_supports_is_never_shown(api, kit, fake, streamed, caplo
 
 
 @pytest.mark.parametrize("streamed", [False, True])
+def test_a_numbered_list_is_no_figure(api, kit, fake, streamed):
+    # Found by the benchmark on SmolLM2: every step-by-step answer was cut at its "1.".
+    fake.reply = ("Here is how to start:\n\n1. Sign up.\n2. Invite your team.\n"
+                  "3) Connect your inbox, which takes 5 minutes.\n4. Go live.")
+    content = (_streamed(api, kit, "How do I get started?")[0] if streamed
+               else chat(api, kit, "How do I get started?").json()["content"])
+    assert content.startswith("Here is how to start:\n\n1. Sign up.\n2. Invite your team.")
+    assert "5 minutes" not in content and "Go live" not in content  # a figure is still one
+    assert _reply().turn["stopped"] == "grounding" and _reply().turn["unsupported"] == ["5"]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
 def test_the_truthful_close_of_a_cut_stays_within_the_cap(api, kit, fake, streamed):
     _limits(kit, chars=200)
     tenant_set_facts(tenant=kit.tenant, pricing_url="https://acme.example/pricing")
