@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from calendars import selectors as calendar_selectors
 from tenants import services as tenant_services
 
 from ..auth import dashboard_view
@@ -39,5 +40,6 @@ def account_page(request: HttpRequest) -> HttpResponse:
         form = PreferencesForm(initial={"takes_meetings": user.takes_meetings,
                                         "email_on_meeting": user.email_on_meeting,
                                         "email_on_handoff": user.email_on_handoff})
+    calendar = request.actor.read(calendar_selectors.connection_of, both_modes=True, user=user)
     return render(request, "dashboard/account.html", {"form": form, "user": user,
-                                                      "section": "account"})
+                                                      "calendar": calendar, "section": "account"})
