@@ -14,6 +14,7 @@ from core.models import Event
 
 from . import services
 
+
 def _meeting_id(event: Event) -> str | None:
     return (event.facts.get("meeting") or {}).get("id")
 
