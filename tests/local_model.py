@@ -32,6 +32,7 @@ NOT_INSTALLED = ("The one permitted skip: the local-model extra (llama-cpp-pytho
                  "runs these tests against a real model.")
 MODEL = "smollm2"  # the name the tests give the tenant's model; the server serves any name
 STARTUP_SECONDS = 120
+CACHE_BYTES = 64 << 20  # llama.cpp's prompt cache, as the server counts it (see serve)
 STDERR_TAIL = 2000  # characters of the server's output quoted when it fails
 
 
@@ -82,6 +83,9 @@ def serve(*, n_ctx: int = 2048, threads: int | None = None) -> Iterator[str]:
         # with an earlier one (the instructions, the function's schema) instead of evaluating
         # it again: the analysis and the reply alternate, and each starts differently.
         "--cache", "True",
+        # At most this much of them: the server's own estimate of a cached state is far below
+        # what it holds, so its default (2 GiB) let a long evaluation grow the process to 20 GB.
+        "--cache_size", str(CACHE_BYTES),
     ]
     log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=log,
