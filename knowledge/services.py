@@ -86,8 +86,16 @@ def _check_description(*, type: str, url: str, language: str) -> None:
                                                  "An ISO 639-1 language code such as en.")])
 
 
+# Files people upload that are none of the supported types, known by their first bytes: named
+# in the refusal, rather than read as text that is "not UTF-8" or as a broken DOCX.
+_UNSUPPORTED = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"GIF8", "GIF"),
+                (b"\xd0\xcf\x11\xe0", "Word 97-2003 (.doc)"), (b"{\\rtf", "RTF"),
+                (b"\x1f\x8b", "gzip"), (b"7z\xbc\xaf", "7-Zip"))
+
+
 def _check_content(*, type: str, data: bytes, source_field: str) -> None:
-    """The bytes: present, within the size limit, and starting as a PDF or DOCX file does."""
+    """The bytes: present, within the size limit, of no known unsupported type, and starting as
+    a PDF or DOCX file does."""
     if not data:
         raise InvalidRequest("The document is empty.", details=[FieldError(
             source_field, "required", "The document has no content.")])
@@ -96,6 +104,11 @@ def _check_content(*, type: str, data: bytes, source_field: str) -> None:
         raise Unprocessable(
             f"The document is {len(data):,} bytes; the limit is {limit:,} bytes.",
             details=[FieldError(source_field, "too_long", f"At most {limit:,} bytes.")])
+    for magic, kind in _UNSUPPORTED:
+        if data.startswith(magic):
+            raise Unprocessable(f"{kind} files are not supported (PDF, DOCX, text, Markdown).",
+                                details=[FieldError(source_field, "invalid_format",
+                                                    "Expected PDF, DOCX, text or Markdown.")])
     if type == DocumentType.PDF and b"%PDF-" not in data[:1024]:
         raise Unprocessable("The file is not a PDF.", details=[FieldError(
             source_field, "invalid_format", "Expected a PDF file (it starts with %PDF-).")])

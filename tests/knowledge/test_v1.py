@@ -122,6 +122,20 @@ def test_files_that_are_not_what_they_claim_are_422(api, kit, make, field):
     assert _detail(r, field) == "invalid_format"
 
 
+@pytest.mark.parametrize(("name", "data", "kind"), [
+    ("screenshot.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "PNG"),
+    ("photo.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF", "JPEG"),
+    ("brochure", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "Word 97-2003 (.doc)"),
+])
+def test_a_file_of_an_unsupported_type_is_named_in_the_refusal(api, kit, name, data, kind):
+    r = upload_file(api, kit, name, data)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["message"].startswith(
+        f"{kind} files are not supported (PDF, DOCX, text, Markdown).")
+    assert _detail(r, "file") == "invalid_format"
+    assert not Document.objects.exists()
+
+
 def test_oversize_uploads_are_422_before_anything_is_stored(api, kit, settings):
     settings.KNOWLEDGE_MAX_DOCUMENT_BYTES = 4096
     big = files.make_pdf([["word " * 200] for _ in range(5)])
