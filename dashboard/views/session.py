@@ -22,6 +22,11 @@ class StaffAuthenticationForm(AuthenticationForm):
     username = forms.CharField(label="Email", max_length=254,
                                widget=forms.EmailInput(attrs={"autofocus": True,
                                                               "autocomplete": "email"}))
+    # Django's own says "a correct username", under a field labelled Email.
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "No account has this email and password. Check both and try again.",
+    }
 
     def clean_username(self) -> str:
         return self.cleaned_data["username"].strip().lower()
@@ -60,9 +65,13 @@ def token_login(request: HttpRequest) -> HttpResponse:
         return redirect(safe_next(request, reverse("dashboard:home")))
     if form.is_valid():
         form.add_error("token", "This admin token is not valid.")
+    # The cursor stays in the field that was wrong, not in the staff form's Email.
+    staff_form = StaffAuthenticationForm(request)
+    staff_form.fields["username"].widget.attrs.pop("autofocus", None)
+    form.fields["token"].widget.attrs["autofocus"] = True
     return render(request, "dashboard/login.html", {
-        "form": StaffAuthenticationForm(request), "token_form": form,
-        "next": request.POST.get("next", "")}, status=400)
+        "form": staff_form, "token_form": form, "next": request.POST.get("next", "")},
+        status=400)
 
 
 @require_POST

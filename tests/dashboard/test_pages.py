@@ -3,6 +3,8 @@ stranger's ids are 404), roles, CSRF, and each page's actions through the servic
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from apikeys.models import ApiKey
@@ -40,7 +42,9 @@ def test_staff_sign_in_with_their_email(manager):
     assert r.status_code == 302 and r["Location"] == "/dashboard/"
     assert client.get("/dashboard/").status_code == 200
     r = Client().post("/dashboard/login/", {"username": "mia@acme.test", "password": "wrong"})
-    assert r.status_code == 200 and b"correct" in r.content
+    page = r.content.decode()
+    assert r.status_code == 200 and "No account has this email and password" in page
+    assert "username" not in re.sub(r"<[^>]*>", "", page).lower()  # the field says Email
 
 
 def test_an_operator_without_tenant_is_sent_to_the_admin(db):
@@ -55,7 +59,12 @@ def test_admin_token_sign_in_and_token_reset_ends_it(kit):
     from tenants.services import tenant_reset_admin_token
 
     client = Client()
-    assert client.post("/dashboard/login/token/", {"token": "at_wrong"}).status_code == 400
+    refused = client.post("/dashboard/login/token/", {"token": "at_wrong"})
+    assert refused.status_code == 400
+    # The cursor goes back to the token, not to the staff form's Email.
+    page = refused.content.decode()
+    assert page.count("autofocus") == 1
+    assert re.search(r'<input[^>]*name="token"[^>]*autofocus', page)
     r = client.post("/dashboard/login/token/", {"token": kit.admin_token})
     assert r.status_code == 302
     page = client.get("/dashboard/keys/")
