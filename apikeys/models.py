@@ -59,6 +59,7 @@ class ApiKey(models.Model):
     created_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name, verbose_name_plural = "API key", "API keys"
         ordering = ["-created_at", "id"]
         indexes = [models.Index(fields=["tenant", "-created_at"], name="apikey_tenant_created")]
 

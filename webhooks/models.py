@@ -148,6 +148,7 @@ class Delivery(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name_plural = "deliveries"
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
