@@ -207,6 +207,27 @@ class Reading:
     slot_token: str | None
 
 
+def said_by_visitor(contact: Contact, text: str) -> Contact:
+    """``contact`` (a model's reading) without the fields the visitor never wrote in ``text``:
+    an email or a name, company or title whose words are not all there, a phone whose last
+    seven digits are not. Small models fill a form's gaps with "john_doe" and "0987654321"."""
+    words = set(re.findall(r"[^\W_]+", text.lower()))
+    digits = re.sub(r"\D", "", text)
+
+    def written(field: str, value: str | None) -> str | None:
+        if not value:
+            return None
+        if field == "email":
+            return value if value.lower() in text.lower() else None
+        if field == "phone":
+            tail = re.sub(r"\D", "", value)[-7:]
+            return value if len(tail) == 7 and tail in digits else None
+        tokens = re.findall(r"[^\W_]+|_", value.lower())
+        return value if tokens and set(tokens) <= words else None
+
+    return Contact(**{f: written(f, getattr(contact, f)) for f in contact.__dataclass_fields__})
+
+
 def extract_contact(text: str) -> Contact:
     email = EMAIL.search(text)
     without_emails = EMAIL.sub(" ", text)  # "at jane@initech.com" names no company

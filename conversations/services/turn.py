@@ -277,10 +277,13 @@ def _read(conversation: Conversation, ctx: TurnContext, analysis: Analysis) -> _
     """Merges what the provider and the deterministic rules read in the message into the
     conversation: contact details, intents, signals, language."""
     reading = rules.read(ctx.message)  # the deterministic net under any model
+    # Only what the visitor wrote: a model's invented details are no lead's.
+    told = rules.said_by_visitor(analysis.contact, "\n".join(
+        [*(m.content for m in ctx.history if m.role == "user"), ctx.message]))
     # What is known stays (a later mis-reading must not rename a company); a new email wins, as
     # visitors correct their address.
-    contact = ctx.known_contact.merged(analysis.contact).merged(reading.contact)
-    contact = replace(contact, email=analysis.contact.email or reading.contact.email or contact.email)
+    contact = ctx.known_contact.merged(told).merged(reading.contact)
+    contact = replace(contact, email=told.email or reading.contact.email or contact.email)
     if analysis.intent not in conversation.intents:
         conversation.intents = [*conversation.intents, analysis.intent]
     conversation.contact = contact.as_dict()

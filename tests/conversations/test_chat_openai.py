@@ -51,6 +51,26 @@ def test_the_models_contact_details_create_the_lead(api, kit, fake):
         "Lee Park", "Corp", "VP Sales", "+4915112345678")
 
 
+def test_contact_details_the_visitor_never_wrote_are_not_captured(api, kit, fake):
+    # What SmolLM2 did in the evaluation: a form's gaps filled with placeholders.
+    fake.analysis = {"intent": "contact_info", "confidence": 0.9,
+                     "contact": {"email": "kim@acme.io", "name": "john_doe",
+                                 "company": "Example Corp", "title": "CEO",
+                                 "phone": "0987654321"}}
+    chat(api, kit, "Hi, I'm Kim, write to me at kim@acme.io")
+    lead = Lead.objects.get()
+    assert (lead.email, lead.name, lead.company, lead.title, lead.phone) == (
+        "kim@acme.io", "Kim", "", "", "")
+
+
+def test_details_given_earlier_in_the_conversation_are_the_visitors(api, kit, fake):
+    sid = chat(api, kit, "We're Globex, I lead sales there").json()["sessionId"]
+    fake.analysis = {"intent": "contact_info", "confidence": 0.9,
+                     "contact": {"email": "ana@globex.io", "company": "Globex"}}
+    chat(api, kit, "ana@globex.io", session=sid)
+    assert (Lead.objects.get().email, Lead.objects.get().company) == ("ana@globex.io", "Globex")
+
+
 def test_a_model_handoff(api, kit, fake):
     fake.analysis = {"intent": "support", "confidence": 0.9, "handoff": {
         "reason": "Billing dispute", "priority": "urgent", "suggested_team": "support"}}
@@ -154,7 +174,8 @@ def test_the_reply_instructions_follow_the_plan(api, kit, fake):
                      "signals": ["budget", "authority", "need", "timeline"],
                      "contact": {"email": "sam@umbrella.io", "name": "Sam Lee", "title": "CTO",
                                  "company": "Umbrella"}}
-    sam = chat(api, kit, "A demo, please").json()["sessionId"]
+    sam = chat(api, kit, "A demo, please. Sam Lee, CTO at Umbrella: sam@umbrella.io").json()[
+        "sessionId"]
     assert _instructions(fake) == [
         "- Thank the visitor for their contact details.", offer,
         "- The visitor looks like a good fit; say so warmly, without pressure.", answer]
