@@ -39,11 +39,14 @@ LEAK_WORDS = 6  # this many words in a row of the instructions are a leak, fewer
 ECHO_WORDS = 3  # this many may be one: the sentence is held until it can be judged whole
 
 
-def figures(text: str) -> set[str]:
+def figures(text: str, *, line_start: bool = True) -> set[str]:
     """The numbers in ``text``, thousands separators and trailing zeros of decimals aside:
-    "$1,200.00" and "1200" are one figure. A numbered list's markers are none."""
+    "$1,200.00" and "1200" are one figure. A numbered list's markers ("1." or "2)" opening a
+    line) are none; ``line_start=False``: ``text`` is a piece of a line, so a number opening it
+    opens no line."""
+    head, sep, tail = ("", "", text) if line_start else text.partition("\n")
     found = set()
-    for match in _FIGURE.findall(_LIST_MARKER.sub(" ", text)):
+    for match in _FIGURE.findall(head + sep + _LIST_MARKER.sub(" ", tail)):
         number = match.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", match) else match
         if "." in number and number.replace(".", "").isdigit():
             number = number.rstrip("0").rstrip(".")
@@ -51,12 +54,12 @@ def figures(text: str) -> set[str]:
     return found
 
 
-def unsupported_figures(text: str, sources: Iterable[str]) -> list[str]:
+def unsupported_figures(text: str, sources: Iterable[str], *, line_start: bool = True) -> list[str]:
     """The figures of ``text`` that appear in none of ``sources``."""
     allowed: set[str] = set()
     for source in sources:
         allowed |= figures(source)
-    return sorted(figures(text) - allowed)
+    return sorted(figures(text, line_start=line_start) - allowed)
 
 
 def fit(text: str, limit: int, *, words: bool = True) -> str:
@@ -172,7 +175,9 @@ class ReplyGuard:
         if self._repeated(whole):
             self.stopped, self.started = "repetition", whole[:len(whole) - len(rest)]
             return ""
-        unsupported = unsupported_figures(rest, self.sources)
+        # "1." is a list's marker only where a line starts: "It costs $" + "49. " is a price.
+        line_start = not self.started and (not self.shown or self.shown.endswith("\n"))
+        unsupported = unsupported_figures(rest, self.sources, line_start=line_start)
         if unsupported:
             self.stopped, self.unsupported = "grounding", unsupported
             self.started = whole[:len(whole) - len(rest)]

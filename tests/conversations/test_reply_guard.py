@@ -107,6 +107,16 @@ def test_a_numbered_list_is_no_figure(api, kit, fake, streamed):
 
 
 @pytest.mark.parametrize("streamed", [False, True])
+def test_a_number_opening_a_piece_of_a_line_is_no_list_marker(api, kit, fake, streamed):
+    # "… is " is shown word by word; "49. " then ends the sentence: a price, not a list's "49.".
+    fake.reply, fake.chunk_size = "The Pro plan, per seat, is 49. That is all you pay.", 3
+    content = (_streamed(api, kit, "Price?")[0] if streamed
+               else chat(api, kit, "Price?").json()["content"])
+    assert "49" not in content and "all you pay" not in content
+    assert _reply().turn["stopped"] == "grounding" and _reply().turn["unsupported"] == ["49"]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
 def test_the_truthful_close_of_a_cut_stays_within_the_cap(api, kit, fake, streamed):
     _limits(kit, chars=200)
     tenant_set_facts(tenant=kit.tenant, pricing_url="https://acme.example/pricing")
