@@ -32,6 +32,7 @@ PROVIDER_KEY = "sk-local-model-key-7Qm2Zx9Lw4"
 # guard's "…".
 WHOLE_ENDING = re.compile(r"(?:[.!?…][*_)\"'”]*|\n)\s*$")
 FIGURE = re.compile(r"\d+")
+LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)](?=\s|$)", re.MULTILINE)
 CURRENCY = re.compile(r"[$€£¥]|\b(?:usd|eur|gbp|dollars?|euros?)\b", re.IGNORECASE)
 
 
@@ -81,7 +82,8 @@ def assert_sound(content: str, *, allowed: str = "", visitor: str = "visitor-1")
         assert WHOLE_ENDING.search(content), content
     said = Message.objects.filter(role="user", conversation__visitor_id=visitor)
     sources = " ".join(said.values_list("content", flat=True)) + " " + allowed
-    assert set(FIGURE.findall(content)) <= set(FIGURE.findall(sources)), content
+    stated = FIGURE.findall(LIST_MARKER.sub(" ", content))  # "1." opening a line is no figure
+    assert set(stated) <= set(FIGURE.findall(sources)), content
     assert not CURRENCY.search(content) or CURRENCY.search(sources), content
     assert PROVIDER_KEY not in content and "sk-" not in content
 
