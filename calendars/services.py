@@ -17,11 +17,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from conversations.models import Meeting, MeetingStatus
-from core import crypto
+from core import crypto, ics
 from core.errors import FieldError, InvalidRequest, NotFound
 from tenants.models import Tenant
 
-from . import dav, ics, selectors
+from . import dav, selectors
 from .errors import CalendarUnavailable
 from .models import CalendarConnection, MeetingCalendarWrite, WriteStatus
 
@@ -212,13 +212,17 @@ def _event(write: MeetingCalendarWrite, *, now: datetime) -> bytes:
     details = [f"Lead: {lead.name} <{lead.email}>" if lead.name else f"Lead: {lead.email}",
                *([f"Company: {lead.company}"] if lead.company else []),
                f"Score: {lead.score}", f"Booked by the {write.tenant.name} sales agent."]
-    return ics.meeting_event(
-        uid=str(meeting.pk), starts_at=meeting.starts_at, ends_at=meeting.ends_at,
-        sequence=write.sequence,
+    event = ics.MeetingEvent(
+        uid=str(meeting.pk), sequence=write.sequence, stamp=now,
+        starts_at=meeting.starts_at, ends_at=meeting.ends_at,
         summary=f"Discovery call with {who}" + (f" ({lead.company})" if lead.company else ""),
         description="\n\n".join(filter(None, [summary, "\n".join(details)])),
-        organizer=(host.display_name, host.email) if host and host.email else None,
-        attendee=(lead.name, lead.email), now=now)
+        organizer=ics.Party(host.email, host.display_name) if host and host.email else None,
+        # SCHEDULE-AGENT=CLIENT (RFC 6638, 7.1): a server doing implicit scheduling sends no
+        # invitation of its own; the visitor's invitation is the service's email.
+        attendee=ics.Party(lead.email, lead.name, {"ROLE": "REQ-PARTICIPANT", "PARTSTAT": "NEEDS-ACTION",
+                                                  "RSVP": "FALSE", "SCHEDULE-AGENT": "CLIENT"}))
+    return ics.calendar(event, transp="OPAQUE")
 
 
 def _record(claim: _Claim, *, now: datetime, status: str | None = None, error: str = "",

@@ -17,15 +17,13 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
-from icalendar import Calendar, vCalAddress, vText
-from icalendar import Event as VEvent
 
+from core import ics
 from tenants.models import Tenant, User
 
 from . import links, scheduling
 from .models import EmailKind, Meeting, OutboundEmail
 
-PRODID = "-//Sales Agent Service//Meetings//EN"
 ICS_FILENAME = "invite.ics"
 
 
@@ -89,37 +87,21 @@ def visitor_email(meeting: Meeting, kind: str, *, previous_label: str | None = N
 
 
 def meeting_ics(meeting: Meeting, *, method: str, stamp: datetime | None = None) -> str:
-    """One VEVENT whose UID is the meeting id: REQUEST (a booking or, with a higher SEQUENCE,
-    its update) or CANCEL. ORGANIZER is the host, or the tenant when there is none; the visitor
-    is the ATTENDEE."""
+    """The invitation's VEVENT (core.ics), whose UID is the meeting id: REQUEST (a booking or,
+    with a higher SEQUENCE, its update) or CANCEL. ORGANIZER is the host, or the tenant when
+    there is none; the visitor, who chose the slot, is the ATTENDEE who has accepted."""
     tenant, lead, host = meeting.tenant, meeting.lead, meeting.host
-    calendar = Calendar()
-    calendar.add("prodid", PRODID)
-    calendar.add("version", "2.0")
-    calendar.add("method", method)
-    event = VEvent()
-    event.add("uid", str(meeting.pk))
-    event.add("sequence", meeting.sequence)
-    event.add("dtstamp", stamp or meeting.updated_at)
-    event.add("dtstart", meeting.starts_at)
-    event.add("dtend", meeting.ends_at)
-    event.add("summary", f"Discovery call with {tenant.name}")
-    event.add("status", "CANCELLED" if method == "CANCEL" else "CONFIRMED")
     if host is not None and host.email:
-        organizer = vCalAddress(f"mailto:{host.email}")
-        organizer.params["cn"] = vText(f"{host.display_name} ({tenant.name})")
+        organizer = ics.Party(host.email, f"{host.display_name} ({tenant.name})")
     else:
-        organizer = vCalAddress(f"mailto:{parseaddr(settings.DEFAULT_FROM_EMAIL)[1]}")
-        organizer.params["cn"] = vText(tenant.name)
-    event["organizer"] = organizer
-    attendee = vCalAddress(f"mailto:{lead.email}")
-    if lead.name:
-        attendee.params["cn"] = vText(lead.name)
-    attendee.params["role"] = vText("REQ-PARTICIPANT")
-    attendee.params["partstat"] = vText("ACCEPTED")
-    event.add("attendee", attendee, encode=0)
-    calendar.add_component(event)
-    return calendar.to_ical().decode()
+        organizer = ics.Party(parseaddr(settings.DEFAULT_FROM_EMAIL)[1], tenant.name)
+    event = ics.MeetingEvent(
+        uid=str(meeting.pk), sequence=meeting.sequence, stamp=stamp or meeting.updated_at,
+        starts_at=meeting.starts_at, ends_at=meeting.ends_at,
+        summary=f"Discovery call with {tenant.name}", cancelled=method == "CANCEL",
+        organizer=organizer,
+        attendee=ics.Party(lead.email, lead.name, {"ROLE": "REQ-PARTICIPANT", "PARTSTAT": "ACCEPTED"}))
+    return ics.calendar(event, method=method).decode()
 
 
 # --- the tenant's people ----------------------------------------------------------------------
