@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from core import crypto
+from core.work import RetriedWork
 
 
 class CalendarConnection(models.Model):
@@ -53,10 +54,13 @@ class WriteStatus(models.TextChoices):
     REMOVED = "removed", "Removed"  # the meeting was cancelled and its event removed
 
 
-class MeetingCalendarWrite(models.Model):
+class MeetingCalendarWrite(RetriedWork):
     """Where a meeting stands in its host rep's calendar: written, pending a (re)try, failed or
     removed. Created with the booking (same transaction); the Celery task ``calendars.write``
-    PUTs the VEVENT (or removes it once the meeting is cancelled) and retries with backoff."""
+    PUTs the VEVENT (or removes it once the meeting is cancelled) and retries with backoff
+    (core.work)."""
+
+    PENDING = WriteStatus.PENDING
 
     meeting = models.OneToOneField("conversations.Meeting", on_delete=models.CASCADE,
                                    primary_key=True, related_name="calendar_write")
@@ -68,18 +72,9 @@ class MeetingCalendarWrite(models.Model):
     status = models.CharField(max_length=10, choices=WriteStatus.choices,
                               default=WriteStatus.PENDING)
     sequence = models.PositiveIntegerField(default=0)  # the VEVENT's SEQUENCE
-    attempts = models.PositiveIntegerField(default=0)  # of the current schedule
-    last_error = models.CharField(max_length=500, blank=True)
     href = models.URLField(max_length=2048, blank=True)
     etag = models.CharField(max_length=255, blank=True)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    # A worker's claim on the row while it talks to the calendar; expired claims are taken back.
-    claim_token = models.UUIDField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     written_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["created_at", "meeting_id"]

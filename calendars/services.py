@@ -13,12 +13,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from conversations.models import Meeting, MeetingStatus
 from core import crypto, ics
 from core.errors import FieldError, InvalidRequest, NotFound
+from core.work import V1_SCHEDULE
 from tenants.models import Tenant
 
 from . import dav, selectors
@@ -27,10 +27,7 @@ from .models import CalendarConnection, MeetingCalendarWrite, WriteStatus
 
 logger = logging.getLogger("salesagent.calendars")
 
-# Delays after a failed attempt before the next one: the v1 webhook schedule.
-RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
-                timedelta(hours=2), timedelta(hours=12), timedelta(hours=24))
-MAX_ATTEMPTS = len(RETRY_DELAYS) + 1  # 7
+SCHEDULE = V1_SCHEDULE  # the v1 webhook schedule: seven attempts over about 39 hours
 # A claim outlives an attempt's requests by this much before another worker may take the row.
 LEASE = timedelta(seconds=60)
 # A due write whose task has not run this long after it was enqueued is enqueued again.
@@ -162,13 +159,9 @@ class _Claim:
 
 def _claim(meeting_id: Any, now: datetime) -> _Claim | None:
     """The due write, taken for this worker alone (the UPDATE's condition is the claim)."""
-    token = uuid.uuid4()
-    free = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
-    taken = MeetingCalendarWrite.objects.filter(
-        free, pk=meeting_id, status=WriteStatus.PENDING, next_attempt_at__lte=now,
-    ).update(claim_token=token, lease_expires_at=now + LEASE + timedelta(seconds=4 * dav.timeout_seconds()),
-             attempts=F("attempts") + 1, enqueued_at=None, updated_at=now)
-    if taken != 1:
+    token = MeetingCalendarWrite.claim(
+        meeting_id, now=now, lease=LEASE + timedelta(seconds=4 * dav.timeout_seconds()))
+    if token is None:
         return None
     write = (MeetingCalendarWrite.objects
              .select_related("meeting", "meeting__lead", "meeting__conversation", "tenant", "host")
@@ -228,16 +221,13 @@ def _event(write: MeetingCalendarWrite, *, now: datetime) -> bytes:
 def _record(claim: _Claim, *, now: datetime, status: str | None = None, error: str = "",
             final: bool = False, href: str = "", etag: str = "") -> MeetingCalendarWrite | None:
     write = claim.write
-    changes: dict[str, Any] = {"claim_token": None, "lease_expires_at": None, "updated_at": now,
-                               "last_error": error[:500]}
+    changes: dict[str, Any] = {"updated_at": now, "last_error": error[:500]}
     if status is not None:
         changes.update(status=status, href=href, etag=etag, next_attempt_at=None, written_at=now)
-    elif not final and write.attempts <= len(RETRY_DELAYS):
-        changes.update(next_attempt_at=now + RETRY_DELAYS[write.attempts - 1])
     else:
-        changes.update(status=WriteStatus.FAILED, next_attempt_at=None)
-    settled = MeetingCalendarWrite.objects.filter(pk=write.pk, claim_token=claim.token).update(**changes)
-    if settled != 1:
+        changes.update(MeetingCalendarWrite.failure(SCHEDULE, attempts=write.attempts, now=now,
+                                                    failed=WriteStatus.FAILED, retry=not final))
+    if not MeetingCalendarWrite.settle(write.pk, claim.token, changes):
         logger.warning("Calendar write of meeting %s: result dropped, the claim is gone", write.pk)
         return None
     if error:
@@ -253,10 +243,7 @@ def calendar_writes_sweep(*, now: datetime | None = None, batch: int = SWEEP_BAT
     """Run by beat: enqueues the due writes that no task is known to be carrying (a lost
     message, a worker that died mid-attempt once its lease expired). Safe to run twice."""
     now = now or timezone.now()
-    due = (MeetingCalendarWrite.objects
-           .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now),
-                   status=WriteStatus.PENDING, next_attempt_at__lte=now)
-           .exclude(enqueued_at__gt=now - REQUEUE_AFTER).order_by("next_attempt_at"))
+    due = MeetingCalendarWrite.due(now=now, requeue_after=REQUEUE_AFTER)
     ids = list(due.values_list("pk", flat=True)[:batch])
     with contextlib.suppress(Exception):
         enqueue(ids)

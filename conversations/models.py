@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.work import RetriedWork
+
 
 class Channel(models.TextChoices):
     WEB_CHAT = "web_chat", "Website chat widget"
@@ -201,14 +203,16 @@ class EmailStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class OutboundEmail(models.Model):
+class OutboundEmail(RetriedWork):
     """One email the service sends, as data (docs/meetings.md, "Email"): written, rendered, in
     the transaction of the event that calls for it, and sent after commit by a Celery task that
     claims it, so that sending never blocks a request and a failure loses nothing.
 
     ``attempts`` counts the tries; a failed try waits ``next_attempt_at`` (the backoff) and the
     sweeper enqueues it again; after the last one it is ``failed`` with ``last_error``.
-    ``claim_token``/``lease_expires_at`` keep two workers from sending it at once."""
+    ``claim_token``/``lease_expires_at`` keep two workers from sending it at once (core.work)."""
+
+    PENDING = EmailStatus.QUEUED
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
@@ -229,15 +233,7 @@ class OutboundEmail(models.Model):
     conversation_id = models.UUIDField(null=True, blank=True)
     event_id = models.UUIDField(null=True, blank=True)  # the event that called for it
     status = models.CharField(max_length=10, choices=EmailStatus.choices, default=EmailStatus.QUEUED)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    last_error = models.CharField(max_length=500, blank=True)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    claim_token = models.UUIDField(null=True, blank=True, editable=False)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -20,11 +20,11 @@ from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
 from core.models import Event, EventType
 from core.timestamps import parse_timestamp
+from core.work import EMAIL_SCHEDULE
 from tenants.models import User
 
 from .. import mail, scheduling
@@ -32,10 +32,7 @@ from ..models import EmailKind, EmailStatus, Meeting, OutboundEmail
 
 logger = logging.getLogger("salesagent.email")
 
-# Delays after a failed attempt, before the next one: five attempts over about 2.5 hours.
-RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
-                timedelta(hours=2))
-MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
+SCHEDULE = EMAIL_SCHEDULE  # five attempts over about 2.5 hours
 # What a transport failure looks like: the server refused, the connection failed or timed out.
 TRANSIENT = (smtplib.SMTPException, OSError)
 REQUEUE_AFTER = timedelta(seconds=60)
@@ -153,27 +150,15 @@ def _lease() -> timedelta:
     return timedelta(seconds=settings.EMAIL_TIMEOUT) + LEASE_MARGIN
 
 
-def _claim(email_id: uuid.UUID, now: datetime) -> uuid.UUID | None:
-    """Takes a due queued email for this worker alone: the UPDATE's conditions are the claim,
-    so of two workers one wins. None when it is not due, taken, settled or gone."""
-    token = uuid.uuid4()
-    claimed = (OutboundEmail.objects
-               .filter(pk=email_id, status=EmailStatus.QUEUED, next_attempt_at__lte=now)
-               .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
-               .update(claim_token=token, lease_expires_at=now + _lease(),
-                       attempts=F("attempts") + 1, updated_at=now))
-    return token if claimed == 1 else None
-
-
 def email_attempt(*, email_id: uuid.UUID, now: datetime | None = None) -> OutboundEmail | None:
     """Sends a due email once and records how it went; None when there was nothing to send.
 
     ``now`` is the clock of the schedule (tests move it). SMTP errors and connection failures
-    wait for the next step of ``RETRY_DELAYS``; after ``MAX_ATTEMPTS`` the email is ``failed``.
+    wait for the next step of ``SCHEDULE``; after its last attempt the email is ``failed``.
     Any other error is not the transport's: the email fails at once, with the error recorded.
     """
     now = now or timezone.now()
-    token = _claim(email_id, now)
+    token = OutboundEmail.claim(email_id, now=now, lease=_lease())
     if token is None:
         return None
     email = OutboundEmail.objects.get(pk=email_id)
@@ -191,21 +176,18 @@ def email_attempt(*, email_id: uuid.UUID, now: datetime | None = None) -> Outbou
 
 def _record(email: OutboundEmail, *, token: uuid.UUID, error: str, transient: bool,
             now: datetime) -> OutboundEmail | None:
-    changes: dict = {"claim_token": None, "lease_expires_at": None, "enqueued_at": None,
-                     "last_error": error[:500], "updated_at": now}
+    changes: dict = {"last_error": error[:500], "updated_at": now}
     if not error:
         changes.update(status=EmailStatus.SENT, sent_at=now, next_attempt_at=None)
-    elif transient and email.attempts < MAX_ATTEMPTS:
-        changes.update(next_attempt_at=now + RETRY_DELAYS[email.attempts - 1])
     else:
-        changes.update(status=EmailStatus.FAILED, next_attempt_at=None)
+        changes.update(OutboundEmail.failure(SCHEDULE, attempts=email.attempts, now=now,
+                                             failed=EmailStatus.FAILED, retry=transient))
     # Only the holder of the claim settles it: a claim taken back after its lease is not.
-    if OutboundEmail.objects.filter(pk=email.pk, claim_token=token).update(**changes) != 1:
+    if not OutboundEmail.settle(email.pk, token, changes):
         logger.warning("Email %s: result of attempt %s dropped, the claim is gone", email.pk,
                        email.attempts)
         return None
-    for name, value in changes.items():
-        setattr(email, name, value)
+    email.refresh_from_db()
     return email
 
 
@@ -216,10 +198,7 @@ def emails_sweep(*, now: datetime | None = None, batch: int = SWEEP_BATCH) -> in
     known to carry (a retry whose backoff ended, a message the broker lost, a claim whose
     worker died). Safe to run twice at once: the attempt's claim decides."""
     now = now or timezone.now()
-    due = (OutboundEmail.objects.filter(status=EmailStatus.QUEUED, next_attempt_at__lte=now)
-           .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lte=now - REQUEUE_AFTER))
-           .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
-           .order_by("next_attempt_at"))
+    due = OutboundEmail.due(now=now, requeue_after=REQUEUE_AFTER)
     ids = list(due.values_list("pk", flat=True)[:batch])
     if ids:
         OutboundEmail.objects.filter(pk__in=ids).update(enqueued_at=now)

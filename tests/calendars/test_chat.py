@@ -156,7 +156,7 @@ def test_writes_fail_after_the_whole_schedule_and_show_on_the_reps_page(api, kit
     meeting = Meeting.objects.get()
     radicale.stop()
     now = timezone.now()
-    for number in range(1, services.MAX_ATTEMPTS + 1):
+    for number in range(1, services.SCHEDULE.max_attempts + 1):
         write = services.calendar_write_attempt(meeting_id=meeting.pk, now=now)
         assert write.attempts == number
         now += timedelta(days=2)

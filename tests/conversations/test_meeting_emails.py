@@ -14,7 +14,7 @@ import pytest
 from icalendar import Calendar
 
 from conversations.models import EmailStatus, Meeting, OutboundEmail
-from conversations.services.emails import MAX_ATTEMPTS, email_attempt, emails_sweep
+from conversations.services.emails import SCHEDULE, email_attempt, emails_sweep
 from tests.chat_helpers import chat
 from tests.dashboard.client import Client
 
@@ -208,12 +208,13 @@ def test_a_refusing_server_is_retried_with_backoff_then_the_failure_recorded(
     send_emails.clear()
     assert emails_sweep(now=clock) == 2  # both emails of the booking were refused
     assert set(send_emails) == set(OutboundEmail.objects.values_list("pk", flat=True))
-    for _ in range(MAX_ATTEMPTS - 1):
+    for _ in range(SCHEDULE.max_attempts - 1):
         clock = OutboundEmail.objects.get(pk=row.pk).next_attempt_at
         assert email_attempt(email_id=row.pk, now=clock) is not None
     row.refresh_from_db()
-    assert (row.status, row.attempts, row.next_attempt_at) == (EmailStatus.FAILED, MAX_ATTEMPTS, None)
-    assert "554" in row.last_error and smtp.refused >= MAX_ATTEMPTS
+    last = SCHEDULE.max_attempts
+    assert (row.status, row.attempts, row.next_attempt_at) == (EmailStatus.FAILED, last, None)
+    assert "554" in row.last_error and smtp.refused >= SCHEDULE.max_attempts
     assert email_attempt(email_id=row.pk, now=clock + timedelta(days=1)) is None  # settled
 
     # The server works again: the other email, still queued, goes at its next attempt.
