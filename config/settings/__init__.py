@@ -76,6 +76,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.api.input.QueryTextMiddleware",  # first: a NUL reaches no query of any middleware
     "tenants.cors.WidgetOriginsMiddleware",  # before CorsMiddleware: it answers its question
     "corsheaders.middleware.CorsMiddleware",
     "config.middleware.RequestIdMiddleware",

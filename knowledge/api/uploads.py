@@ -15,8 +15,9 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 
+from config.api.input import JSONParser
 from core.errors import FieldError, InvalidRequest, Unprocessable
 
 from ..models import BINARY_TYPES, DOCUMENT_TYPES
