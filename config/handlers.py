@@ -21,20 +21,27 @@ middleware hook that must not run on the event loop, the close), each a round tr
 loop and the thread of about 0.12 ms, more on a contended machine. Async views and requests for
 a stream (``Accept: text/event-stream``) keep Django's path. A streamed response from a sync
 view is sent until it ends or the client leaves, as Django does.
+
+Whatever its framing, a body is read whole and at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` of it is
+kept: a larger one, with a Content-Length or ``Transfer-Encoding: chunked``, is answered 413 in
+its surface's envelope before any view runs. A chunked body gets the Content-Length it arrived
+with, since DRF reads no body from a request that states none.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import AsyncToSync, ThreadSensitiveContext, iscoroutinefunction, sync_to_async
+from django.conf import settings
 from django.core import signals
-from django.core.exceptions import RequestAborted
+from django.core.exceptions import RequestAborted, RequestDataTooBig
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import Resolver404, get_resolver, set_script_prefix
 
@@ -67,6 +74,41 @@ class PooledASGIHandler(ASGIHandler):
                 # Cancelled (the client went away): its thread may still be running the
                 # request's sync code, so it is not lent again.
                 executor.shutdown(wait=False)
+
+    async def read_body(self, receive):
+        """The whole body, kept up to the size limit: past it, the rest is read and dropped and
+        the file is marked ``overflowed`` (``create_request`` answers 413)."""
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        body_file = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - the request closes it
+            max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, mode="w+b")
+        body_file.size, body_file.overflowed = 0, False
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                body_file.close()
+                raise RequestAborted()
+            chunk = message.get("body", b"")
+            body_file.size += len(chunk)
+            if body_file.size > limit:
+                if not body_file.overflowed:
+                    body_file.overflowed = True
+                    body_file.truncate(0)
+            elif chunk:
+                body_file.write(chunk)
+            if not message.get("more_body", False):
+                break
+        body_file.seek(0)
+        return body_file
+
+    def create_request(self, scope, body_file):
+        request, error_response = super().create_request(scope, body_file)
+        if request is None:
+            return request, error_response
+        if getattr(body_file, "overflowed", False):
+            return None, _too_large(request)
+        if "CONTENT_LENGTH" not in request.META and getattr(body_file, "size", 0):
+            request.META["CONTENT_LENGTH"] = str(body_file.size)
+        return request, None
 
     async def handle(self, scope, receive, send):
         if _async_path(scope):
@@ -108,6 +150,14 @@ class PooledASGIHandler(ASGIHandler):
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError, RequestAborted):
                 await task
+
+
+def _too_large(request) -> HttpResponse:
+    from config.api.errors import json_error, surface_of
+
+    if surface := surface_of(request.path):
+        return json_error(request, RequestDataTooBig(), surface)
+    return HttpResponse("Request body too large.", status=413, content_type="text/plain")
 
 
 def _async_path(scope) -> bool:
