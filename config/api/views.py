@@ -19,6 +19,8 @@ from uuid import UUID
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Model, QuerySet
+from django.http import HttpResponse
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import viewsets
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
@@ -162,3 +164,13 @@ class LegacyNotFoundView(PublicMixin, LegacyAPIView):
         raise domain.NotFound("No such endpoint: " + request.path)
 
     get = post = put = patch = delete = head = options = _missing
+
+
+class SwaggerView(SpectacularSwaggerView):
+    """The v1 API's Swagger UI page. Its only renderer is an HTML template, which has nothing to
+    render for ``OPTIONS``: that answers with the ``Allow`` header and no body."""
+
+    def options(self, request, *args, **kwargs):
+        response = HttpResponse(status=200)
+        response["Allow"] = ", ".join(self.allowed_methods)
+        return response

@@ -11,6 +11,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.api.input.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "config.api.schema.AutoSchema",
+    "DEFAULT_METADATA_CLASS": "config.api.metadata.Metadata",
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "config.api.errors.v1_exception_handler",
     "UNICODE_JSON": True,
