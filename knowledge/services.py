@@ -269,7 +269,14 @@ def documents_sweep_stuck(*, now: datetime | None = None, batch: int = 100) -> i
 @transaction.atomic
 def document_delete(*, document: Document) -> None:
     """Removes the document, its chunks, their index entries and the uploaded bytes together:
-    once this commits, retrieval cannot return any of it."""
-    index.unindex_document_chunks(document_id=document.pk, tenant_id=document.tenant_id,
-                                  livemode=document.livemode)
-    Document.objects.filter(pk=document.pk).delete()
+    once this commits, retrieval cannot return any of it.
+
+    Locks in the indexer's order (``document_index``): the document's row, then the tenant's
+    term counts (``index._lock_tenant_terms``). Taken the other way round, a delete during an
+    indexing deadlocked on PostgreSQL."""
+    with transaction.atomic():
+        if Document.objects.select_for_update().filter(pk=document.pk).values_list("pk").first() is None:
+            return
+        index.unindex_document_chunks(document_id=document.pk, tenant_id=document.tenant_id,
+                                      livemode=document.livemode)
+        Document.objects.filter(pk=document.pk).delete()
