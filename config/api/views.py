@@ -39,7 +39,18 @@ class HttpsRequired(domain.Forbidden):
     default_message = "HTTPS is required: the v1 API does not accept plain HTTP requests."
 
 
-class V1Mixin(IdempotencyMixin, RateLimitMixin):
+class NoStoreMixin:
+    """Answers carry tenant data (leads, conversations, keys): no browser or proxy may keep a
+    copy (``Cache-Control: no-store``), unless the view sets its own policy (the widget's
+    public configuration, a stream)."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response.setdefault("Cache-Control", "no-store")
+        return response
+
+
+class V1Mixin(NoStoreMixin, IdempotencyMixin, RateLimitMixin):
     surface = "v1"
     authentication_classes = [BearerKeyAuthentication]
     permission_classes = [ScopePermission]
@@ -52,7 +63,7 @@ class V1Mixin(IdempotencyMixin, RateLimitMixin):
             raise HttpsRequired()
 
 
-class LegacyMixin(RateLimitMixin):
+class LegacyMixin(NoStoreMixin, RateLimitMixin):
     surface = "legacy"
     authentication_classes = [BearerKeyAuthentication, AdminCookieAuthentication]
     permission_classes = [ScopePermission]

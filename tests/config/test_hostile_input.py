@@ -138,3 +138,20 @@ def test_json_64_levels_deep_is_parsed(api, kit):
                  headers={**kit.auth("write"), "Content-Type": "application/json"})
     assert "nested deeper" not in r.text
     assert r.status_code in (201, 400), r.content
+
+
+# --- hygiene -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("path", "scope"), [
+    ("/api/v1/leads", "read"), ("/api/v1/leads/lead_00000000000000000000000000000000", "read"),
+    ("/api/v1/conversations", "read"), ("/api/leads", "read"), ("/api/analytics/overview", "read"),
+])
+def test_answers_with_tenant_data_are_never_stored_by_a_cache(api, kit, path, scope):
+    make_lead(kit, email="ada@example.com")
+    r = api.get(path, headers=kit.auth(scope))
+    assert r.headers["cache-control"] == "no-store", (r.status_code, dict(r.headers))
+
+
+def test_the_widget_configuration_keeps_its_own_cache_policy(api, kit):
+    r = api.get(f"/api/widget?tenant={kit.tenant.public_id}")
+    assert r.status_code == 200 and r.headers["cache-control"] == "public, max-age=60"
