@@ -13,6 +13,9 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from config.handlers import get_asgi_application  # noqa: E402
+from config.serving import stop_twisted_parsing_bodies  # noqa: E402
+
+stop_twisted_parsing_bodies()
 
 django_asgi_app = get_asgi_application()
 

@@ -24,7 +24,8 @@ def stack(tmp_path_factory):
     manage("migrate", "--noinput", env=env)
     created = json.loads(manage("create_tenant", "Chunky", "--json", env=env))
     with daphne(env) as base:
-        yield {"base": base, "key": created["keys"]["live"]["write"]}
+        yield {"base": base, "key": created["keys"]["live"]["write"],
+               "admin": created["keys"]["live"]["admin"]}
 
 
 def _send(base: str, head: str, body_parts: list[bytes], *, chunked: bool) -> tuple[int, dict]:
@@ -83,3 +84,31 @@ def test_a_body_over_the_limit_is_413_in_each_surfaces_envelope(stack, chunked):
     status, answer = _send(stack["base"], f"GET /api/v1/leads?limit=100 HTTP/1.1\r\n"
                            f"Authorization: Bearer {stack['key']}", [], chunked=False)
     assert status == 200 and "big@example.com" not in [lead["email"] for lead in answer["data"]]
+
+
+# No part opens with the declared boundary: Twisted's parser finds no multipart in it.
+MALFORMED_MULTIPART = b"this is not a multipart body at all"
+
+
+def _multipart(stack, path: str, boundary: str = "XyZ") -> str:
+    return (f"POST {path} HTTP/1.1\r\nAuthorization: Bearer {stack['admin']}\r\n"
+            f"Content-Type: multipart/form-data; boundary={boundary}")
+
+
+def test_a_malformed_multipart_body_gets_the_surfaces_envelope(stack):
+    """Twisted used to answer it with a bare 400 of its own before Django saw it."""
+    status, answer = _send(stack["base"], _multipart(stack, "/api/v1/knowledge-base"),
+                           [MALFORMED_MULTIPART], chunked=False)
+    assert status == 400 and answer["error"]["code"] == "invalid_request", answer
+    status, answer = _send(stack["base"], _multipart(stack, "/api/admin/knowledge-base"),
+                           [MALFORMED_MULTIPART], chunked=False)
+    assert status == 400 and isinstance(answer["error"], str), answer
+
+
+def test_a_well_formed_multipart_upload_still_works(stack):
+    body = (b"--XyZ\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nFAQ\r\n"
+            b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"faq.txt\"\r\n"
+            b"Content-Type: text/plain\r\n\r\nRefunds within 30 days.\r\n--XyZ--\r\n")
+    status, answer = _send(stack["base"], _multipart(stack, "/api/v1/knowledge-base"), [body],
+                           chunked=False)
+    assert status in (201, 202) and answer["title"] == "FAQ", answer
