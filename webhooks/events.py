@@ -1,7 +1,8 @@
 """The webhooks' own event, ``webhook.test``: what it records and how each surface shows it.
 
 A test event is sent by hand to one receiver (the dashboard's "Send test event"), through the
-ordinary delivery path: a delivery row, signed and claimed like any other. The specification
+ordinary delivery path: a delivery row, signed and claimed like any other, whose one attempt is
+manual (a failure is not retried on the schedule: the person who asked sends another). The specification
 names no test or ping event, so it is ours (docs/decisions.md, "Webhooks"): a type of its own,
 so that a receiver can never take it for a real lead or conversation, and no subscription can
 ask for it (the fan-out never sends it to anyone else).

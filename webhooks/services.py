@@ -220,7 +220,7 @@ def legacy_webhook_delete(*, webhook: LegacyWebhook) -> None:
 @transaction.atomic
 def subscription_send_test(*, subscription: Subscription) -> Delivery:
     """Sends a signed ``webhook.test`` event to this subscription alone (the dashboard's "Send
-    test event"); returns its delivery, whose attempts say how the receiver answered."""
+    test event"); returns its delivery, whose attempt says how the receiver answered."""
     current = Subscription.objects.select_for_update().get(pk=subscription.pk)
     if current.status != SubscriptionStatus.ACTIVE:
         raise Conflict("The subscription is disabled: enable it before sending a test event.")
@@ -239,13 +239,16 @@ def legacy_webhook_send_test(*, webhook: LegacyWebhook) -> Delivery:
 
 def _send_test(receiver: Subscription | LegacyWebhook, surface: str) -> Delivery:
     """The test event and its one delivery, enqueued after the commit. From there it is an
-    ordinary delivery: claimed, attempted, recorded, retried on the surface's schedule."""
+    ordinary delivery (claimed, signed, attempted, recorded) whose one attempt is manual, as a
+    retry by hand is: a person is waiting for its answer, so a failure ends it ``failed`` rather
+    than retrying a test for two days; they send another once the receiver is fixed."""
     event = emit(EventType.WEBHOOK_TEST, tenant_id=receiver.tenant_id, livemode=receiver.livemode,
                  description=f"Test event sent to {receiver.url}",
                  facts=test_facts(receiver_id=receiver.pk, surface=surface, url=receiver.url))
     delivery = _delivery_row(tenant_id=receiver.tenant_id, livemode=receiver.livemode,
                              event_id=event.pk, surface=surface, receiver_id=receiver.pk,
                              now=timezone.now())
+    delivery.next_trigger = Trigger.MANUAL
     delivery.save(force_insert=True)
     transaction.on_commit(partial(enqueue, [delivery.pk]))
     return delivery

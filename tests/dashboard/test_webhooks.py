@@ -332,7 +332,8 @@ def test_send_a_test_event_to_a_subscription(kit, manager, receiver, enqueued,
     assert r.status_code == 302 and r["Location"] == f"/dashboard/webhooks/deliveries/{delivery.pk}/"
     assert enqueued == [delivery.pk]
 
-    services.delivery_attempt(delivery_id=delivery.pk)  # what the worker does with the task
+    attempt = services.delivery_attempt(delivery_id=delivery.pk)  # what the worker does
+    assert attempt.trigger == "manual" and attempt.success
     (request,) = receiver.received
     assert request.path == "/hooks" and request.headers["x-service-event"] == "webhook.test"
     assert v1_signature_ok(request, SECRET)
@@ -360,6 +361,24 @@ def test_send_a_test_event_to_a_legacy_webhook(kit, manager, receiver, enqueued,
     assert legacy_signature_ok(request, SECRET)
     body = envelope(request)
     assert body["event"] == "webhook.test" and body["data"]["webhookId"] == str(webhook.pk)
+
+
+def test_a_test_event_that_fails_is_not_retried_on_the_schedule(
+        kit, manager, receiver, enqueued, django_capture_on_commit_callbacks):
+    """A person is waiting for the answer: one attempt, failed, shown; they send another (or
+    Retry it) once the receiver is fixed, rather than a test going on for two days."""
+    sub = subscribe(kit, receiver)
+    receiver.default = Answer(status=404, body=b"no such route")
+    client = signed_in(manager)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.post(f"/dashboard/webhooks/subscriptions/{sub.pk}/test/")
+    delivery = Delivery.objects.get()
+    services.delivery_attempt(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == "failed" and delivery.next_attempt_at is None
+    detail = client.get(r["Location"]).content.decode()
+    assert 'id="delivery-status">Failed' in detail and "HTTP 404" in detail
+    assert "no such route" in detail and ">Retry<" in detail
 
 
 def test_no_test_event_for_a_disabled_receiver(kit, manager, receiver, enqueued):
