@@ -249,6 +249,29 @@ def _is_bare_origin(parts: SplitResult) -> bool:
             and not parts.password)
 
 
+def origin_problem(raw: str) -> str:
+    """Why ``raw`` is not an origin (``normalize_origin`` gave None), in a few words."""
+    from urllib.parse import urlsplit
+
+    if "://" not in raw:
+        return "add the scheme, as in https://" + raw.strip().rstrip("/")
+    try:
+        parts = urlsplit(raw.strip().rstrip("/"))
+        parts.port  # noqa: B018 -- raises ValueError on a malformed port
+    except ValueError as exc:
+        return ("the port must be a number up to 65535" if "port" in str(exc).lower()
+                else "the host is not a valid name or address")
+    checks = (
+        (parts.scheme not in ("http", "https"), f"the scheme must be http or https, not {parts.scheme}"),
+        (not parts.hostname, "there is no host name"),
+        (parts.username is not None or parts.password is not None,
+         "remove the user name and password"),
+        (bool(parts.path), f"remove the path ({parts.path}): an origin ends after the host and port"),
+        (bool(parts.query or parts.fragment), "remove what follows ? or #"),
+    )
+    return next((why for failed, why in checks if failed), "not an origin")
+
+
 MAX_ALLOWED_ORIGINS = 50
 
 
@@ -256,19 +279,21 @@ MAX_ALLOWED_ORIGINS = 50
 def tenant_set_allowed_origins(*, tenant: Tenant, origins: list[str]) -> Tenant:
     """The origins whose pages may embed the widget and call the public chat endpoints."""
     cleaned: list[str] = []
-    bad = []
-    for raw in origins:
+    bad: list[FieldError] = []
+    for index, raw in enumerate(origins):
         if not raw.strip():
             continue
         origin = normalize_origin(raw)
         if origin is None:
-            bad.append(raw.strip())
+            # Each refused origin named, with why: "which one, and what is wrong with it".
+            bad.append(FieldError(f"allowed_origins[{index}]", "invalid_format",
+                                  f"{raw.strip()}: {origin_problem(raw)}."))
         elif origin not in cleaned:
             cleaned.append(origin)
     if bad:
-        raise Unprocessable("Not an origin (scheme://host[:port], no path): " + ", ".join(bad[:5]),
-                            details=[FieldError("allowed_origins", "invalid_format",
-                                                "scheme://host[:port]")])
+        raise Unprocessable("Not an origin (scheme://host[:port], no path): "
+                            + ", ".join(d.message.split(": ", 1)[0] for d in bad[:5]),
+                            details=bad)
     if len(cleaned) > MAX_ALLOWED_ORIGINS:
         raise Unprocessable(details=[FieldError("allowed_origins", "too_long",
                                                 f"At most {MAX_ALLOWED_ORIGINS} origins.")])

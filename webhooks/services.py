@@ -28,12 +28,13 @@ from django.utils import timezone
 
 from core import crypto
 from core.errors import Conflict, FieldError, InvalidRequest, Unprocessable
-from core.events import payload
-from core.models import Event
+from core.events import emit, payload
+from core.models import Event, EventType
 from core.sql import fetch_all
 from tenants.models import Tenant
 
 from . import envelopes, transport
+from .events import test_facts
 from .models import (
     CLAIMABLE,
     Delivery,
@@ -214,6 +215,45 @@ def legacy_webhook_delete(*, webhook: LegacyWebhook) -> None:
     LegacyWebhook.objects.filter(pk=webhook.pk).delete()
 
 
+# --- test events ----------------------------------------------------------------------------
+
+@transaction.atomic
+def subscription_send_test(*, subscription: Subscription) -> Delivery:
+    """Sends a signed ``webhook.test`` event to this subscription alone (the dashboard's "Send
+    test event"); returns its delivery, whose attempt says how the receiver answered."""
+    current = Subscription.objects.select_for_update().get(pk=subscription.pk)
+    if current.status != SubscriptionStatus.ACTIVE:
+        raise Conflict("The subscription is disabled: enable it before sending a test event.")
+    return _send_test(current, Surface.V1)
+
+
+@transaction.atomic
+def legacy_webhook_send_test(*, webhook: LegacyWebhook) -> Delivery:
+    """``subscription_send_test`` for a legacy webhook (its envelope and signature)."""
+    current = LegacyWebhook.objects.select_for_update().get(pk=webhook.pk)
+    if not current.active:
+        raise Conflict("The legacy webhook is not active: make it active before sending a test "
+                       "event.")
+    return _send_test(current, Surface.LEGACY)
+
+
+def _send_test(receiver: Subscription | LegacyWebhook, surface: str) -> Delivery:
+    """The test event and its one delivery, enqueued after the commit. From there it is an
+    ordinary delivery (claimed, signed, attempted, recorded) whose one attempt is manual, as a
+    retry by hand is: a person is waiting for its answer, so a failure ends it ``failed`` rather
+    than retrying a test for two days; they send another once the receiver is fixed."""
+    event = emit(EventType.WEBHOOK_TEST, tenant_id=receiver.tenant_id, livemode=receiver.livemode,
+                 description=f"Test event sent to {receiver.url}",
+                 facts=test_facts(receiver_id=receiver.pk, surface=surface, url=receiver.url))
+    delivery = _delivery_row(tenant_id=receiver.tenant_id, livemode=receiver.livemode,
+                             event_id=event.pk, surface=surface, receiver_id=receiver.pk,
+                             now=timezone.now())
+    delivery.next_trigger = Trigger.MANUAL
+    delivery.save(force_insert=True)
+    transaction.on_commit(partial(enqueue, [delivery.pk]))
+    return delivery
+
+
 # --- fan-out --------------------------------------------------------------------------------
 
 def on_event_committed(event: Event) -> None:
@@ -380,6 +420,10 @@ class _Claim:
     token: uuid.UUID
     number: int
     trigger: str
+    # Whether a failure of this attempt goes on with the schedule: a scheduled attempt does, and
+    # so does a manual one that brought a waiting delivery's next attempt forward ("Retry now");
+    # a manual try of a settled delivery does not.
+    scheduled: bool
 
 
 def _claim(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:
@@ -399,6 +443,7 @@ def _claim(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:
                         .select_for_update(skip_locked=True, of=("self",)).first())
             if delivery is None:
                 return None
+            before = delivery.status
             Delivery.objects.filter(pk=delivery_id).update(
                 **claimed, attempt_count=F("attempt_count") + 1)
             for field, value in claimed.items():
@@ -406,12 +451,16 @@ def _claim(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:
             delivery.attempt_count += 1
         else:
             # Without row locks the status condition of the UPDATE is the claim: one writer wins.
-            due = Delivery.objects.filter(**conditions)
-            if due.update(**claimed, attempt_count=F("attempt_count") + 1) != 1:
+            # The status it had is part of the condition, so the winner knows it.
+            before = Delivery.objects.filter(**conditions).values_list("status", flat=True).first()
+            due = Delivery.objects.filter(**conditions, status=before)
+            if before is None or due.update(**claimed, attempt_count=F("attempt_count") + 1) != 1:
                 return None
             delivery = joined.get(pk=delivery_id)
     return _Claim(delivery=delivery, token=token, number=delivery.attempt_count,
-                  trigger=delivery.next_trigger)
+                  trigger=delivery.next_trigger,
+                  scheduled=(delivery.next_trigger == Trigger.SCHEDULED
+                             or before == DeliveryStatus.WAITING_RETRY))
 
 
 def delivery_attempt(*, delivery_id: uuid.UUID, now: datetime | None = None
@@ -467,7 +516,7 @@ def _give_up(delivery: Delivery, *, token: uuid.UUID, now: datetime, reason: str
 def _record(claim: _Claim, *, attempt_pk: uuid.UUID, outcome: transport.Outcome, now: datetime
             ) -> DeliveryAttempt | None:
     delivery = claim.delivery
-    changes = _settlement(delivery, number=claim.number, trigger=claim.trigger,
+    changes = _settlement(delivery, number=claim.number, scheduled=claim.scheduled,
                           success=outcome.success, status_code=outcome.status_code,
                           error=outcome.error, now=now)
     # Only the holder of the claim may settle it (the UPDATE's condition is the check).
@@ -488,10 +537,10 @@ def _record(claim: _Claim, *, attempt_pk: uuid.UUID, outcome: transport.Outcome,
     return attempt
 
 
-def _settlement(delivery: Delivery, *, number: int, trigger: str, success: bool,
+def _settlement(delivery: Delivery, *, number: int, scheduled: bool, success: bool,
                 status_code: int | None, error: str, now: datetime) -> dict[str, Any]:
     """The delivery's fields after attempt ``number``: delivered, waiting for the next step of
-    its schedule, or failed."""
+    its schedule (``scheduled``: the attempt belongs to the schedule), or failed."""
     changes: dict[str, Any] = {
         "last_status_code": status_code, "last_error": error[:500], "lease_expires_at": None,
         "claim_token": None, "enqueued_at": None, "next_trigger": Trigger.SCHEDULED,
@@ -501,8 +550,8 @@ def _settlement(delivery: Delivery, *, number: int, trigger: str, success: bool,
         return {**changes, "status": DeliveryStatus.DELIVERED, "delivered_at": now,
                 "next_attempt_at": None}
     delays = V1_RETRY_DELAYS if delivery.surface == Surface.V1 else LEGACY_RETRY_DELAYS
-    # A manual attempt is one more try of a settled delivery, never the start of a schedule.
-    if trigger == Trigger.SCHEDULED and number <= len(delays):
+    # A manual try of a settled delivery is one more try, never the start of a schedule.
+    if scheduled and number <= len(delays):
         return {**changes, "status": DeliveryStatus.WAITING_RETRY,
                 "next_attempt_at": now + delays[number - 1]}
     return {**changes, "status": DeliveryStatus.FAILED, "next_attempt_at": None}
@@ -588,8 +637,11 @@ def _recover_stranded(now: datetime, batch: int) -> int:
             DeliveryAttempt.objects.create(
                 delivery=delivery, number=delivery.attempt_count, trigger=delivery.next_trigger,
                 attempted_at=delivery.last_attempt_at or now, error=error)
+            # Which status a manual attempt was claimed from is not kept: a stranded one ends
+            # the delivery failed (retriable by hand), like a manual try of a settled delivery.
             changes = _settlement(delivery, number=delivery.attempt_count,
-                                  trigger=delivery.next_trigger, success=False, status_code=None,
+                                  scheduled=delivery.next_trigger == Trigger.SCHEDULED,
+                                  success=False, status_code=None,
                                   error=error, now=now)
             Delivery.objects.filter(pk=delivery.pk).update(**changes)
             _after_settling(delivery, changes, success=False, error=error, now=now)
@@ -604,24 +656,49 @@ RETRIABLE = (DeliveryStatus.FAILED, DeliveryStatus.DELIVERED)
 
 @transaction.atomic
 def delivery_retry(*, delivery: Delivery) -> Delivery:
-    """Sends a settled v1 delivery once more, now (the dashboard's and the API's retry): a failed
-    one after its receiver is fixed, a delivered one as a replay. The attempt is recorded as
-    manual; if it fails, the delivery is failed again (no new schedule)."""
-    current = (Delivery.objects.select_for_update(of=("self",)).select_related("subscription")
-               .get(pk=delivery.pk))
-    if current.surface != Surface.V1:
-        raise Conflict("Legacy deliveries are not retried by hand; the event was dropped.")
-    if current.status not in RETRIABLE:
-        raise Conflict(f"The delivery is {current.status.replace('_', ' ')}: only failed or "
-                       "delivered deliveries can be retried by hand.")
-    if current.subscription.status != SubscriptionStatus.ACTIVE:
-        raise Conflict("The subscription is disabled: re-enable it (PATCH status=active) first.")
+    """Sends a delivery now, by hand (the dashboard's Retry and Retry now, the API's retry).
+
+    - A settled v1 delivery is sent once more: a failed one after its receiver is fixed, a
+      delivered one as a replay. If that try fails, the delivery is failed again (no new
+      schedule).
+    - A delivery waiting for its next attempt (either surface) has that attempt brought forward:
+      it is made now, and if it fails the schedule goes on from it, as if it had fallen due.
+
+    Either way the attempt is recorded as manual and made by a worker that claims the delivery
+    as for any attempt, so it is sent once.
+    """
+    current = (Delivery.objects.select_for_update(of=("self",))
+               .select_related("subscription", "legacy_webhook").get(pk=delivery.pk))
     now = timezone.now()
-    current.status = DeliveryStatus.PENDING
-    current.next_trigger = Trigger.MANUAL
-    current.next_attempt_at = now
-    current.enqueued_at = now
-    current.updated_at = now
-    current.save()
+    _check_retriable(current, now=now)
+    waiting = current.status == DeliveryStatus.WAITING_RETRY
+    changes = {"status": DeliveryStatus.WAITING_RETRY if waiting else DeliveryStatus.PENDING,
+               "next_trigger": Trigger.MANUAL, "next_attempt_at": now, "enqueued_at": now,
+               "updated_at": now}
+    # Without row locks (SQLite) a worker may have claimed the delivery since it was read: the
+    # UPDATE's condition is what was read, and a delivery taken meanwhile is left alone.
+    kept = Delivery.objects.filter(pk=current.pk, status=current.status,
+                                   next_attempt_at=current.next_attempt_at).update(**changes)
+    if kept != 1:
+        raise Conflict("The delivery is being attempted right now: reload to see the result.")
+    for field, value in changes.items():
+        setattr(current, field, value)
     transaction.on_commit(partial(enqueue, [current.pk]))
     return current
+
+
+def _check_retriable(delivery: Delivery, *, now: datetime) -> None:
+    """Raises Conflict unless ``delivery_retry`` may send the delivery now."""
+    if delivery.status == DeliveryStatus.WAITING_RETRY:
+        if delivery.next_attempt_at is not None and delivery.next_attempt_at <= now:
+            raise Conflict("The delivery's next attempt is due: it is on its way now.")
+    elif delivery.surface != Surface.V1:
+        raise Conflict("Legacy deliveries are not retried by hand once settled (manual retry "
+                       "is a v1 feature).")
+    elif delivery.status not in RETRIABLE:
+        raise Conflict(f"The delivery is {delivery.status.replace('_', ' ')}: it is on its way. "
+                       "Only failed, delivered or waiting deliveries can be retried by hand.")
+    if not _receiver_active(delivery):
+        raise Conflict("The subscription is disabled: re-enable it (PATCH status=active) first."
+                       if delivery.surface == Surface.V1
+                       else "The legacy webhook is not active: make it active first.")

@@ -42,6 +42,14 @@ _NON_PUBLIC_V4 = (
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")  # an IPv4 address in IPv6 clothing
 
 
+# What a refused URL is told. They name the settings that lift the rules for local development,
+# and never which address a name resolved to: that would map the service's own network for
+# whoever may create a webhook.
+HTTPS_ONLY = "Use an https:// URL. For local development, set WEBHOOKS_ALLOW_HTTP=1."
+NOT_PUBLIC = ("resolves to an address that is not public (webhooks go to public Internet "
+              "addresses only). For local development, set WEBHOOKS_ALLOW_PRIVATE_TARGETS=1.")
+
+
 class TargetRefused(Exception):
     """The URL may not receive webhooks (scheme, shape, or a non-public address)."""
 
@@ -99,8 +107,7 @@ def parse_url(url: str) -> SplitResult:
     parts = _split(url)
     schemes = ("https", "http") if allow_http() else ("https",)
     if parts.scheme not in schemes:
-        raise TargetRefused("Webhook URLs must use https." if parts.scheme == "http"
-                            else "Expected an https:// URL.")
+        raise TargetRefused(HTTPS_ONLY if parts.scheme == "http" else "Expected an https:// URL.")
     if not parts.hostname:
         raise TargetRefused("The URL has no host.")
     if parts.username is not None or parts.password is not None:
@@ -147,9 +154,7 @@ def public_addresses(host: str, port: int) -> list[IPAddress]:
         # One non-public address is enough to refuse: which one a client picks is not ours to say.
         for address in addresses:
             if not is_public(address):
-                raise TargetRefused(
-                    f"The host {host!r} resolves to {address}, which is not a public address.",
-                    semantic=True)
+                raise TargetRefused(f"The host {host!r} {NOT_PUBLIC}", semantic=True)
     return addresses
 
 
@@ -199,8 +204,7 @@ class _PinnedConnection(http.client.HTTPConnection):
         peer = ipaddress.ip_address(sock.getpeername()[0].split("%", 1)[0])
         if not allow_private() and not is_public(peer):
             sock.close()
-            raise TargetRefused(f"Connected to {peer}, which is not a public address.",
-                                semantic=True)
+            raise TargetRefused(f"The host {self.host!r} {NOT_PUBLIC}", semantic=True)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = (self._tls.wrap_socket(sock, server_hostname=self.host)
                      if self._tls is not None else sock)

@@ -8,6 +8,7 @@ from typing import TypeVar
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
+from django.forms import Form
 from django.http import HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -49,3 +50,33 @@ def query_without_page(request: HttpRequest) -> str:
     params = request.GET.copy()
     params.pop("page", None)
     return params.urlencode()
+
+
+def refuse_on_form(form: Form, exc: ServiceError, fields: dict[str, str] | None = None) -> None:
+    """A service's refusal shown on the form that asked: each detail beside its field (a detail
+    of ``events[2]`` beside ``events``; ``fields`` renames the service's names to the form's),
+    the message above the form when no detail has a field there."""
+    placed = False
+    for detail in exc.details:
+        name = detail.field.split("[", 1)[0]
+        name = (fields or {}).get(name, name)
+        if name in form.fields:
+            form.add_error(name, detail.message)
+            placed = True
+    if not placed:
+        form.add_error(None, exc.message)
+
+
+def mark_invalid(form: Form) -> Form:
+    """Marks the form's fields in error (``aria-invalid``), the first one focused, so that a page
+    shown again with its errors opens at the first one."""
+    first = True
+    for name in form.errors:
+        if name not in form.fields:
+            continue
+        attrs = form.fields[name].widget.attrs
+        attrs["aria-invalid"] = "true"
+        if first:
+            attrs["autofocus"] = True
+            first = False
+    return form

@@ -1,6 +1,8 @@
 """Settings: plan, the agent (provider, model, write-only key, reply limits, the facts it may
-state), meeting availability, the widget's
-look and the origins allowed to embed it. One form per section, each posting to its own URL."""
+state), meeting availability, the widget's look and the origins allowed to embed it. One form
+per section, each posting to its own URL and calling one service. A form refused (its own checks
+or the service's) is shown again with what was typed and the reasons beside its fields; the
+widget's colours get a warning with their contrast ratio when its text would be hard to read."""
 
 from __future__ import annotations
 
@@ -10,13 +12,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from core.errors import ServiceError
 from tenants import services as tenant_services
 from tenants.models import AgentProvider, Plan
+from widget import colours
 from widget import services as widget_services
-from widget.models import Position
+from widget.models import HEX_COLOUR, Position
 
 from ..auth import dashboard_view
-from .common import attempt
+from .common import mark_invalid, refuse_on_form
 
 DAYS = [(0, "Mon"), (1, "Tue"), (2, "Wed"), (3, "Thu"), (4, "Fri"), (5, "Sat"), (6, "Sun")]
 HOURS = [(h, f"{h:02d}:00") for h in range(25)]
@@ -88,12 +92,8 @@ class OriginsForm(forms.Form):
                               help_text="One per line: scheme://host[:port], no path.")
 
 
-@dashboard_view(manage=True)
-def settings_page(request: HttpRequest) -> HttpResponse:
-    tenant = request.actor.tenant  # its own settings: the tenant-wide fields shown in the forms
-    look = request.actor.read(widget_services.widget_look, both_modes=True)
-    return render(request, "dashboard/settings.html", {
-        "tenant": tenant,
+def _initial_forms(tenant, look) -> dict[str, forms.Form]:
+    return {
         "plan_form": PlanForm(initial={"plan": tenant.plan}),
         "agent_form": AgentForm(initial={"provider": tenant.agent_provider,
                                          "model": tenant.agent_model,
@@ -112,15 +112,67 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "title": look.title, "greeting": look.greeting, "position": look.position,
             "primary_color": look.primary_color, "text_color": look.text_color}),
         "origins_form": OriginsForm(initial={"origins": "\n".join(tenant.allowed_origins)}),
+    }
+
+
+def _contrast(form: WidgetForm) -> dict[str, str] | None:
+    """The warning beside the colours when the widget's text on its main colour is under WCAG's
+    4.5:1 (the colours the form shows: the saved ones, or the ones just refused with another
+    field). A warning, not a refusal: the colours are the tenant's brand, and they are saved."""
+    primary, text = (form[name].value() for name in ("primary_color", "text_color"))
+    if not all(isinstance(c, str) and HEX_COLOUR.regex.match(c) for c in (primary, text)):
+        return None
+    ratio = colours.contrast_ratio(primary, text)
+    if ratio >= colours.MIN_TEXT_CONTRAST:
+        return None
+    return {"ratio": colours.shown_ratio(ratio), "minimum": f"{colours.MIN_TEXT_CONTRAST:g}:1"}
+
+
+def _page(request: HttpRequest, *, status: int = 200, **refused: forms.Form) -> HttpResponse:
+    """The settings page; a refused form (``refused``) is shown with its input and errors."""
+    tenant = request.actor.tenant  # its own settings: the tenant-wide fields shown in the forms
+    look = request.actor.read(widget_services.widget_look, both_modes=True)
+    shown = {**_initial_forms(tenant, look), **refused}
+    contrast = _contrast(shown["widget_form"])
+    if contrast:
+        for name in ("primary_color", "text_color"):
+            shown["widget_form"].fields[name].widget.attrs["aria-describedby"] = "contrast-warning"
+    return render(request, "dashboard/settings.html", {
+        "tenant": tenant, **shown, "contrast": contrast,
         "base_url": request.build_absolute_uri("/").rstrip("/"),
         "section": "settings",
-    })
+    }, status=status)
 
 
-def _invalid(request: HttpRequest, form: forms.Form) -> HttpResponse:
-    problems = "; ".join(f"{form.fields[f].label or f if f in form.fields else f}: {' '.join(e)}"
-                         for f, e in form.errors.items())
-    messages.error(request, f"Nothing was saved ({problems}).")
+@dashboard_view(manage=True)
+def settings_page(request: HttpRequest) -> HttpResponse:
+    return _page(request)
+
+
+# A service names its fields as the tenant's columns; the forms, as the page shows them.
+_FORM_FIELDS = {"meeting_timezone": "timezone", "meeting_days": "days",
+                "meeting_start_hour": "start_hour", "meeting_end_hour": "end_hour",
+                "meeting_minutes": "minutes", "allowed_origins": "origins",
+                "agent_base_url": "base_url"}
+
+
+def _save(request: HttpRequest, name: str, form: forms.Form, write, success: str) -> HttpResponse:
+    """Validates ``form`` and calls ``write(cleaned_data)`` (one service, through the actor);
+    a refusal shows the page again with the input kept and each reason beside its field."""
+    if not form.is_valid():
+        problems = "; ".join(f"{form.fields[f].label or f if f in form.fields else f}: "
+                             f"{' '.join(e)}" for f, e in form.errors.items())
+        messages.error(request, f"Nothing was saved ({problems}).")
+        return _page(request, status=400, **{name: mark_invalid(form)})
+    try:
+        write(form.cleaned_data)
+    except ServiceError as exc:
+        detail = "; ".join(f"{d.field.split('[')[0].replace('_', ' ')}: {d.message}"
+                           for d in exc.details)
+        messages.error(request, exc.message + (f" ({detail})" if detail else ""))
+        refuse_on_form(form, exc, fields=_FORM_FIELDS)
+        return _page(request, status=400, **{name: mark_invalid(form)})
+    messages.success(request, success)
     return redirect("dashboard:settings")
 
 
@@ -128,91 +180,71 @@ def _invalid(request: HttpRequest, form: forms.Form) -> HttpResponse:
 @dashboard_view(manage=True)
 def settings_plan(request: HttpRequest) -> HttpResponse:
     form = PlanForm(request.POST)
-    if not form.is_valid():
-        return _invalid(request, form)
-    plan = form.cleaned_data["plan"]
-    attempt(request, lambda: request.actor.write(tenant_services.tenant_set_plan, both_modes=True,
-                                                 plan=plan),
-            f"Plan changed to {Plan(plan).label}.")
-    return redirect("dashboard:settings")
+    plan = request.POST.get("plan", "")
+    label = dict(Plan.choices).get(plan, plan)
+    return _save(request, "plan_form", form, lambda data: request.actor.write(
+        tenant_services.tenant_set_plan, both_modes=True, plan=data["plan"]),
+        f"Plan changed to {label}.")
 
 
 @require_POST
 @dashboard_view(manage=True)
 def settings_agent(request: HttpRequest) -> HttpResponse:
-    form = AgentForm(request.POST)
-    if not form.is_valid():
-        return _invalid(request, form)
-    data = form.cleaned_data
-    api_key = "" if data["clear_key"] else (data["api_key"] or None)
-    attempt(request, lambda: request.actor.write(
-        tenant_services.tenant_set_agent, both_modes=True, provider=data["provider"],
-        model=data["model"], base_url=data["base_url"], api_key=api_key), "Agent settings saved.")
-    return redirect("dashboard:settings")
+    def write(data):
+        api_key = "" if data["clear_key"] else (data["api_key"] or None)
+        request.actor.write(tenant_services.tenant_set_agent, both_modes=True,
+                            provider=data["provider"], model=data["model"],
+                            base_url=data["base_url"], api_key=api_key)
+
+    return _save(request, "agent_form", AgentForm(request.POST), write, "Agent settings saved.")
 
 
 @require_POST
 @dashboard_view(manage=True)
 def settings_limits(request: HttpRequest) -> HttpResponse:
-    form = LimitsForm(request.POST)
-    if not form.is_valid():
-        return _invalid(request, form)
-    attempt(request, lambda: request.actor.write(
-        tenant_services.tenant_set_agent_limits, both_modes=True, **form.cleaned_data),
-        "Reply limits saved.")
-    return redirect("dashboard:settings")
+    return _save(request, "limits_form", LimitsForm(request.POST), lambda data: request.actor.write(
+        tenant_services.tenant_set_agent_limits, both_modes=True, **data), "Reply limits saved.")
 
 
 @require_POST
 @dashboard_view(manage=True)
 def settings_facts(request: HttpRequest) -> HttpResponse:
-    form = FactsForm(request.POST)
-    if not form.is_valid():
-        return _invalid(request, form)
-    attempt(request, lambda: request.actor.write(
-        tenant_services.tenant_set_facts, both_modes=True, **form.cleaned_data),
+    return _save(request, "facts_form", FactsForm(request.POST), lambda data: request.actor.write(
+        tenant_services.tenant_set_facts, both_modes=True, **data),
         "The agent's facts are saved.")
-    return redirect("dashboard:settings")
 
 
 @require_POST
 @dashboard_view(manage=True)
 def settings_meetings(request: HttpRequest) -> HttpResponse:
-    form = MeetingForm(request.POST)
-    if not form.is_valid():
-        return _invalid(request, form)
-    data = form.cleaned_data
-    attempt(request, lambda: request.actor.write(
+    return _save(request, "meeting_form", MeetingForm(request.POST), lambda data: request.actor.write(
         tenant_services.tenant_set_meetings, both_modes=True,
         timezone_name=data["timezone"].strip(), days=data["days"],
         start_hour=data["start_hour"], end_hour=data["end_hour"], minutes=data["minutes"],
         booking_url=data["booking_url"]), "Meeting availability saved.")
-    return redirect("dashboard:settings")
 
 
 @require_POST
 @dashboard_view(manage=True)
 def settings_widget(request: HttpRequest) -> HttpResponse:
-    form = WidgetForm(request.POST)
-    if not form.is_valid():
-        return _invalid(request, form)
-    attempt(request, lambda: request.actor.write(widget_services.widget_settings_update,
-                                                 both_modes=True, **form.cleaned_data),
-            "Widget saved: sites show the new look within a minute.")
-    return redirect("dashboard:settings")
+    def write(data):
+        request.actor.write(widget_services.widget_settings_update, both_modes=True, **data)
+        low = _contrast(WidgetForm(initial=data))
+        if low:
+            messages.warning(request, f"The text on the main colour has a contrast of only "
+                                      f"{low['ratio']} (at least {low['minimum']} is readable): "
+                                      "see the warning under Chat widget.")
+
+    return _save(request, "widget_form", WidgetForm(request.POST), write,
+                 "Widget saved: sites show the new look within a minute.")
 
 
 @require_POST
 @dashboard_view(manage=True)
 def settings_origins(request: HttpRequest) -> HttpResponse:
-    form = OriginsForm(request.POST)
-    if not form.is_valid():
-        return _invalid(request, form)
-    origins = form.cleaned_data["origins"].splitlines()
-    attempt(request, lambda: request.actor.write(tenant_services.tenant_set_allowed_origins,
-                                                 both_modes=True, origins=origins),
-            "Allowed origins saved.")
-    return redirect("dashboard:settings")
+    return _save(request, "origins_form", OriginsForm(request.POST), lambda data: request.actor.write(
+        tenant_services.tenant_set_allowed_origins, both_modes=True,
+        origins=data["origins"].splitlines()), "Allowed origins saved.")
 
 
 @dashboard_view()

@@ -1,10 +1,14 @@
-"""Webhooks: v1 subscriptions (the secret shown once, like an API key's value), the legacy
-webhook settings (the secret write-only), the delivery log with its attempts, and the failed
-deliveries with a Retry button. Every read is a ``webhooks.selectors`` query and every write one
-``webhooks.services`` call, through the actor: the page adds forms and messages, no webhook logic
-of its own."""
+"""Webhooks: v1 subscriptions (the secret shown once, after a redirect, like an API key's value),
+the legacy webhook settings (the secret write-only), a signed test event to any receiver, the
+delivery log with its attempts, the failed deliveries with a Retry button and Retry now for the
+ones waiting for their next attempt. Every read is a ``webhooks.selectors`` query and every write
+one ``webhooks.services`` call, through the actor: the page adds forms and messages, no webhook
+logic of its own. A form the service refuses is shown again with its input and the reasons
+beside its fields."""
 
 from __future__ import annotations
+
+import secrets
 
 from django import forms
 from django.contrib import messages
@@ -13,16 +17,19 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from core.errors import ServiceError
+from core.models import EventType
 from webhooks import selectors as webhook_selectors
 from webhooks import services as webhook_services
 from webhooks.envelopes import LEGACY_EVENT_TYPES, V1_EVENT_TYPES
 from webhooks.models import DeliveryStatus, Surface
 
 from ..auth import dashboard_view
-from .common import attempt, page_of, query_without_page, safe_next
+from .common import attempt, mark_invalid, page_of, query_without_page, refuse_on_form, safe_next
 
 LOG_PAGE_SIZE = 20
 FAILED_SHOWN = 20
+TEST_EVENT = EventType.WEBHOOK_TEST.value
 
 
 def _choices(types: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -49,11 +56,6 @@ class LegacyWebhookForm(forms.Form):
     active = forms.BooleanField(required=False, initial=True)
 
 
-def _form_error(request: HttpRequest, form: forms.Form) -> None:
-    detail = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
-    messages.error(request, f"Please check the form ({detail}).")
-
-
 def _subscription(request: HttpRequest, subscription_id: str):
     return request.actor.get(webhook_selectors.subscription_get, subscription_id=subscription_id)
 
@@ -66,48 +68,106 @@ def _delivery(request: HttpRequest, delivery_id: str):
     return request.actor.get(webhook_selectors.delivery_get, delivery_id=delivery_id)
 
 
-def _secret_shown_once(request: HttpRequest, receiver, secret: str, kind: str) -> HttpResponse:
+def _legacy_prefix(webhook) -> str:
+    return f"l{webhook.pk.hex[:8]}"
+
+
+# --- the secret shown once (POST-redirect-GET) -----------------------------------------------
+#
+# The form's POST keeps the new secret in the session under a key of its own and redirects; the
+# GET of that key's page pops it and shows it, once. A reload (or the back button) cannot post
+# the form again, and finds nothing to show.
+
+_STASH = "dashboard.webhook-secret."
+
+
+def _stash_secret(request: HttpRequest, receiver, secret: str, kind: str) -> HttpResponse:
+    key = secrets.token_urlsafe(16)
+    request.session[_STASH + key] = {"kind": kind, "id": str(receiver.pk), "secret": secret}
+    return redirect("dashboard:webhook-created", key=key)
+
+
+@dashboard_view(manage=True)
+def webhook_created(request: HttpRequest, key: str) -> HttpResponse:
+    stashed = request.session.pop(_STASH + key, None)
+    receiver = None
+    if stashed is not None:
+        get = (_legacy_webhook if stashed["kind"] == "legacy" else _subscription)
+        receiver = get(request, stashed["id"])
     response = render(request, "dashboard/webhook_created.html", {
-        "receiver": receiver, "secret": secret, "kind": kind, "section": "webhooks"})
+        "receiver": receiver, "secret": stashed and stashed["secret"],
+        "kind": stashed and stashed["kind"], "section": "webhooks"})
     response["Cache-Control"] = "no-store"
     return response
 
 
-@dashboard_view(manage=True)
-def webhook_index(request: HttpRequest) -> HttpResponse:
+# --- the page ---------------------------------------------------------------------------------
+
+def _page(request: HttpRequest, *, subscription_form: SubscriptionForm | None = None,
+          legacy_form: LegacyWebhookForm | None = None,
+          bound: LegacyWebhookForm | None = None, status: int = 200) -> HttpResponse:
+    """The webhooks page; a form refused by the validation or the service is shown again with
+    its input and its errors beside the fields (``bound``: one legacy webhook's form)."""
     actor = request.actor
-    status = request.GET.get("status")
-    if status not in DeliveryStatus.values:
-        status = None
-    log = page_of(request, actor.read(webhook_selectors.delivery_log_with_receivers, status=status),
-                  LOG_PAGE_SIZE)
+    status_filter = request.GET.get("status")
+    if status_filter not in DeliveryStatus.values:
+        status_filter = None
+    log = page_of(request, actor.read(webhook_selectors.delivery_log_with_receivers,
+                                      status=status_filter), LOG_PAGE_SIZE)
     failed = actor.read(webhook_selectors.failed_deliveries_with_receivers, limit=FAILED_SHOWN)
-    legacy = [{"webhook": w, "form": LegacyWebhookForm(
-        initial={"url": w.url, "events": w.events, "active": w.active}, prefix=f"l{w.pk.hex[:8]}")}
-        for w in actor.read(webhook_selectors.legacy_webhook_list)]
+    legacy = []
+    for webhook in actor.read(webhook_selectors.legacy_webhook_list):
+        form = LegacyWebhookForm(initial={"url": webhook.url, "events": webhook.events,
+                                          "active": webhook.active},
+                                 prefix=_legacy_prefix(webhook))
+        if bound is not None and bound.prefix == form.prefix:
+            form = bound
+        legacy.append({"webhook": webhook, "form": form})
     return render(request, "dashboard/webhooks.html", {
         "section": "webhooks",
         "subscriptions": list(actor.read(webhook_selectors.subscription_list)),
-        "subscription_form": SubscriptionForm(), "legacy": legacy,
-        "legacy_form": LegacyWebhookForm(prefix="new"), "failed": failed, "log": log,
-        "status": status, "statuses": DeliveryStatus.choices, "query": query_without_page(request),
-    })
+        "subscription_form": subscription_form or SubscriptionForm(), "legacy": legacy,
+        "legacy_form": legacy_form or LegacyWebhookForm(prefix="new"), "failed": failed,
+        "log": log, "status": status_filter, "statuses": DeliveryStatus.choices,
+        "query": query_without_page(request),
+    }, status=status)
+
+
+def _refused(request: HttpRequest, **forms_shown: forms.Form) -> HttpResponse:
+    """The page again, the refused form keeping its input, with the errors beside the fields
+    (the secret is never sent back: the staff types it again)."""
+    messages.error(request, "Nothing was saved: see the form below.")
+    return _page(request, **{name: mark_invalid(f) for name, f in forms_shown.items()},
+                 status=400)
+
+
+@dashboard_view(manage=True)
+def webhook_index(request: HttpRequest) -> HttpResponse:
+    return _page(request)
+
+
+def _create(request: HttpRequest, form: forms.Form, service, success: str):
+    """The service's new receiver and its secret, or the refusal on the form (None)."""
+    data = form.cleaned_data
+    try:
+        created = request.actor.write(service, url=data["url"], events=data["events"],
+                                      secret=data["secret"] or None)
+    except ServiceError as exc:
+        refuse_on_form(form, exc)
+        return None
+    messages.success(request, success)
+    return created
 
 
 @require_POST
 @dashboard_view(manage=True)
 def subscription_create(request: HttpRequest) -> HttpResponse:
     form = SubscriptionForm(request.POST)
-    if not form.is_valid():
-        _form_error(request, form)
-        return redirect("dashboard:webhooks")
-    data = form.cleaned_data
-    created = attempt(request, lambda: request.actor.write(
-        webhook_services.subscription_create, url=data["url"], events=data["events"],
-        secret=data["secret"] or None), "Subscription created.")
-    if created is None:
-        return redirect("dashboard:webhooks")
-    return _secret_shown_once(request, *created, kind="subscription")
+    created = form.is_valid() and _create(request, form, webhook_services.subscription_create,
+                                          "Subscription created.")
+    if not created:
+        return _refused(request, subscription_form=form)
+    return _stash_secret(request, *created, kind="subscription")
 
 
 @require_POST
@@ -135,37 +195,34 @@ def subscription_delete(request: HttpRequest, subscription_id: str) -> HttpRespo
 @dashboard_view(manage=True)
 def legacy_webhook_create(request: HttpRequest) -> HttpResponse:
     form = LegacyWebhookForm(request.POST, prefix="new")
-    if not form.is_valid():
-        _form_error(request, form)
-        return redirect(reverse("dashboard:webhooks") + "#legacy")
-    data = form.cleaned_data
-    created = attempt(request, lambda: request.actor.write(
-        webhook_services.legacy_webhook_create, url=data["url"], events=data["events"],
-        secret=data["secret"] or None), "Legacy webhook saved.")
-    if created is None:
-        return redirect(reverse("dashboard:webhooks") + "#legacy")
-    webhook, secret = created
-    if data["secret"]:
+    created = form.is_valid() and _create(request, form, webhook_services.legacy_webhook_create,
+                                          "Legacy webhook saved.")
+    if not created:
+        return _refused(request, legacy_form=form)
+    if form.cleaned_data["secret"]:
         # The staff chose the secret: nothing new to show.
         return redirect(reverse("dashboard:webhooks") + "#legacy")
-    return _secret_shown_once(request, webhook, secret, kind="legacy")
+    return _stash_secret(request, *created, kind="legacy")
 
 
 @require_POST
 @dashboard_view(manage=True)
 def legacy_webhook_update(request: HttpRequest, webhook_id: str) -> HttpResponse:
     webhook = _legacy_webhook(request, webhook_id)
-    form = LegacyWebhookForm(request.POST, prefix=f"l{webhook.pk.hex[:8]}")
+    form = LegacyWebhookForm(request.POST, prefix=_legacy_prefix(webhook))
     if not form.is_valid():
-        _form_error(request, form)
-        return redirect(reverse("dashboard:webhooks") + "#legacy")
+        return _refused(request, bound=form)
     data = form.cleaned_data
     # The secret is write-only: blank keeps the stored one.
     changes = {"url": data["url"], "events": data["events"], "active": data["active"]}
     if data["secret"]:
         changes["secret"] = data["secret"]
-    attempt(request, lambda: webhook_services.legacy_webhook_update(webhook=webhook, **changes),
-            "Legacy webhook saved.")
+    try:
+        webhook_services.legacy_webhook_update(webhook=webhook, **changes)
+    except ServiceError as exc:
+        refuse_on_form(form, exc)
+        return _refused(request, bound=form)
+    messages.success(request, "Legacy webhook saved.")
     return redirect(reverse("dashboard:webhooks") + "#legacy")
 
 
@@ -178,13 +235,48 @@ def legacy_webhook_delete(request: HttpRequest, webhook_id: str) -> HttpResponse
     return redirect(reverse("dashboard:webhooks") + "#legacy")
 
 
+@require_POST
+@dashboard_view(manage=True)
+def subscription_test(request: HttpRequest, subscription_id: str) -> HttpResponse:
+    subscription = _subscription(request, subscription_id)
+    return _send_test(request, lambda: webhook_services.subscription_send_test(
+        subscription=subscription), subscription.url)
+
+
+@require_POST
+@dashboard_view(manage=True)
+def legacy_webhook_test(request: HttpRequest, webhook_id: str) -> HttpResponse:
+    webhook = _legacy_webhook(request, webhook_id)
+    return _send_test(request, lambda: webhook_services.legacy_webhook_send_test(webhook=webhook),
+                      webhook.url)
+
+
+def _send_test(request: HttpRequest, send, url: str) -> HttpResponse:
+    """Sends the test event; its delivery's page shows how the receiver answered."""
+    delivery = attempt(request, send, f"Test event ({TEST_EVENT}) sent to {url}: its attempts "
+                                      "below show how the receiver answered.")
+    if delivery is None:
+        return redirect("dashboard:webhooks")
+    return redirect("dashboard:webhook-delivery", delivery_id=delivery.pk)
+
+
 @dashboard_view(manage=True)
 def delivery_detail(request: HttpRequest, delivery_id: str) -> HttpResponse:
     delivery = _delivery(request, delivery_id)
     return render(request, "dashboard/webhook_delivery.html", {
         "section": "webhooks", "delivery": delivery, "attempts": list(delivery.attempts.all()),
-        "retriable": delivery.surface == Surface.V1
-        and delivery.status in (DeliveryStatus.FAILED, DeliveryStatus.DELIVERED)})
+        "retry": _retry_label(delivery)})
+
+
+def _retry_label(delivery) -> str:
+    """The delivery page's button: Retry (failed, v1), Send again (delivered, v1), Retry now
+    (waiting for its next attempt, either surface), or none."""
+    if delivery.status == DeliveryStatus.WAITING_RETRY:
+        return "Retry now"
+    if delivery.surface != Surface.V1:
+        return ""
+    return {DeliveryStatus.FAILED: "Retry", DeliveryStatus.DELIVERED: "Send again"}.get(
+        delivery.status, "")
 
 
 @require_POST

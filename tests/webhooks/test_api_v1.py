@@ -99,7 +99,8 @@ def test_url_shape_errors_are_400(api, kit, settings):
 @pytest.mark.parametrize(("url", "message"), [
     ("https://hooks.example.com:99999/x", "Not a valid URL."),
     ("ftp://hooks.example.com/x", "Expected an https:// URL."),
-    ("http://hooks.example.com/x", "Webhook URLs must use https."),
+    ("http://hooks.example.com/x", "Use an https:// URL. For local development, set "
+                                   "WEBHOOKS_ALLOW_HTTP=1."),
     ("https:///nohost", "The URL has no host."),
     ("https://user:pw@hooks.example.com/x", "Credentials in the URL are not allowed; deliveries are "
                                             "signed."),
@@ -327,14 +328,27 @@ def test_retry_is_404_for_strangers_and_409_for_a_disabled_subscription(
     assert fresh(delivery).status == "failed"
 
 
-def test_a_waiting_delivery_cannot_be_retried_by_hand(api, kit, receiver, enqueued,
-                                                      django_capture_on_commit_callbacks):
+def test_a_waiting_deliverys_next_attempt_is_brought_forward(api, kit, receiver, enqueued,
+                                                              django_capture_on_commit_callbacks):
     receiver.default = Answer(status=500)
     _create(api, kit, receiver)
     with django_capture_on_commit_callbacks(execute=True):
         make_lead(kit)
     delivery = Delivery.objects.get()
     attempt_now(delivery)
+    enqueued.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api.post(f"/api/v1/webhooks/deliveries/whd_{delivery.pk.hex}/retry",
+                     headers=kit.auth("admin"))
+    assert r.status_code == 202 and r.json()["status"] == "waiting_retry"
+    assert enqueued == [delivery.pk]
+    # Made now, by hand; it failed, and the schedule goes on from it (the third comes 5 min on).
+    attempt = attempt_now(delivery)
+    assert (attempt.number, attempt.trigger) == (2, "manual")
+    assert fresh(delivery).status == "waiting_retry"
+    assert fresh(delivery).next_attempt_at - attempt.attempted_at == services.V1_RETRY_DELAYS[1]
+    # Asked again while its time has come: it is on its way already.
+    Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
     r = api.post(f"/api/v1/webhooks/deliveries/whd_{delivery.pk.hex}/retry",
                  headers=kit.auth("admin"))
-    assert r.status_code == 409 and "waiting retry" in r.json()["error"]["message"]
+    assert r.status_code == 409 and "on its way" in r.json()["error"]["message"]

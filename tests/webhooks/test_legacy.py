@@ -202,7 +202,7 @@ def test_the_command_refuses_bad_input(kit, stranger, receiver, settings):
     with pytest.raises(CommandError, match="No tenant"):
         _run("tn_nobody", "--url", receiver.url())
     settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
-    with pytest.raises(CommandError, match="not a public address"):
+    with pytest.raises(CommandError, match="resolves to an address that is not public"):
         _run(kit.tenant.public_id, "--url", receiver.url())
     theirs, _ = services.legacy_webhook_create(tenant=stranger.tenant, url="https://1.1.1.1/x",
                                                events=["lead.created"])

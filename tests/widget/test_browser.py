@@ -413,8 +413,6 @@ def test_dashboard_key_generation_rotation_and_early_revocation(stack):
         if lead_link.count():
             lead_link.click()
             screenshot(page, "dashboard-lead.png", full_page=True)
-        page.goto(base + "/dashboard/settings/")
-        screenshot(page, "dashboard-settings.png", full_page=True)
 
         page.goto(base + "/dashboard/keys/")
         page.fill("#id_name", "Browser key")
