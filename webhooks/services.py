@@ -516,7 +516,8 @@ def _give_up(delivery: Delivery, *, token: uuid.UUID, now: datetime, reason: str
 def _record(claim: _Claim, *, attempt_pk: uuid.UUID, outcome: transport.Outcome, now: datetime
             ) -> DeliveryAttempt | None:
     delivery = claim.delivery
-    changes = _settlement(delivery, number=claim.number, scheduled=claim.scheduled,
+    changes = _settlement(delivery, number=claim.number,
+                          scheduled=claim.scheduled and not outcome.permanent,
                           success=outcome.success, status_code=outcome.status_code,
                           error=outcome.error, now=now)
     # Only the holder of the claim may settle it (the UPDATE's condition is the check).

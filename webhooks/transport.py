@@ -53,12 +53,16 @@ NOT_PUBLIC = ("resolves to an address that is not public (webhooks go to public 
 class TargetRefused(Exception):
     """The URL may not receive webhooks (scheme, shape, or a non-public address)."""
 
-    def __init__(self, message: str, *, code: str = "invalid_format", semantic: bool = False):
+    def __init__(self, message: str, *, code: str = "invalid_format", semantic: bool = False,
+                 permanent: bool = True):
         super().__init__(message)
         self.message = message
         self.code = code
         # True when the URL is well formed but points where webhooks may not go (422, not 400).
         self.semantic = semantic
+        # False when trying again later may succeed (a name that does not resolve yet); a
+        # delivery refused for good fails at once rather than spend its whole schedule.
+        self.permanent = permanent
 
 
 def allow_http() -> bool:
@@ -146,9 +150,10 @@ def public_addresses(host: str, port: int) -> list[IPAddress]:
     try:
         raw = resolve(host, port)
     except (OSError, UnicodeError) as exc:
-        raise TargetRefused(f"The host {host!r} does not resolve ({exc}).", semantic=True) from None
+        raise TargetRefused(f"The host {host!r} does not resolve ({exc}).", semantic=True,
+                            permanent=False) from None
     if not raw:
-        raise TargetRefused(f"The host {host!r} does not resolve.", semantic=True)
+        raise TargetRefused(f"The host {host!r} does not resolve.", semantic=True, permanent=False)
     addresses = [ipaddress.ip_address(a) for a in raw]
     if not allow_private():
         # One non-public address is enough to refuse: which one a client picks is not ours to say.
@@ -173,6 +178,7 @@ class Outcome:
     error: str = ""
     excerpt: str = ""
     remote_address: str = ""
+    permanent: bool = False  # refused by the address rules: no later attempt can succeed
 
     @property
     def success(self) -> bool:
@@ -232,7 +238,7 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
         port = default_port(parts)
         addresses = public_addresses(parts.hostname, port)
     except TargetRefused as exc:
-        return Outcome(None, elapsed_ms(), error=f"Refused: {exc.message}")
+        return Outcome(None, elapsed_ms(), error=f"Refused: {exc.message}", permanent=exc.permanent)
 
     path = _request_path(parts)
     remaining = timeout - (time.monotonic() - started)  # resolution counts against the timeout
@@ -248,7 +254,8 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
             response = conn.getresponse()
         except (TargetRefused, OSError, http.client.HTTPException) as exc:
             return Outcome(None, elapsed_ms(), error=_failure(exc, timeout=timeout, timed_out=timed_out),
-                           remote_address=remote)
+                           remote_address=remote,
+                           permanent=isinstance(exc, TargetRefused) and exc.permanent)
         if timed_out.is_set():
             return Outcome(None, elapsed_ms(), error=_timeout_message(timeout), remote_address=remote)
         return _answered(response, duration=elapsed_ms(), remote=remote)

@@ -160,6 +160,20 @@ def test_dns_rebinding_after_subscription_is_refused_at_delivery(
                              f"not public {NOT_PUBLIC_TAIL}")
     assert "127.0.0.1" not in attempt.error
     assert receiver.received == []
+    # Refused for good: no later attempt may go there, so the schedule is not spent on it.
+    assert (Delivery.objects.get().status, Delivery.objects.get().next_attempt_at) == ("failed", None)
+
+
+def test_a_name_that_stops_resolving_waits_for_its_next_attempt(
+        kit, receiver, dns, strict, enqueued, django_capture_on_commit_callbacks):
+    """A resolver failure may be passing: unlike a refused address, it keeps the schedule."""
+    strict.WEBHOOKS_ALLOW_HTTP = True
+    dns["flaky.example"] = ["93.184.216.34"]
+    delivery = _delivery_to(kit, f"http://flaky.example:{receiver.port}/hooks",
+                            django_capture_on_commit_callbacks)
+    dns["flaky.example"] = []
+    attempt = attempt_now(delivery)
+    assert attempt.error == "Refused: The host 'flaky.example' does not resolve."
     assert Delivery.objects.get().status == "waiting_retry"
 
 
