@@ -51,5 +51,7 @@ def _check_host(host: str, port: int) -> None:
         return
     for address in addresses:
         if not is_public(ipaddress.ip_address(address)):
-            raise CalendarUrlFailed(f"The host {host!r} resolves to {address}, which is not a "
-                                    f"public address.")
+            # The host, never the address: that would map the service's own network.
+            raise CalendarUrlFailed(
+                f"The host {host!r} resolves to an address that is not public. For local "
+                "development, set CALENDARS_ALLOW_PRIVATE_TARGETS=1.")
