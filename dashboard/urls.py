@@ -48,6 +48,7 @@ urlpatterns = [
          name="conversation-close"),
     path("keys/", keys.key_index, name="keys"),
     path("keys/new/", keys.key_create, name="key-create"),
+    path("keys/<uuid:key_id>/created/", keys.key_created, name="key-created"),
     path("keys/<uuid:key_id>/rotate/", keys.key_rotate, name="key-rotate"),
     path("keys/<uuid:key_id>/revoke-old/", keys.key_revoke_old, name="key-revoke-old"),
     path("keys/<uuid:key_id>/revoke/", keys.key_revoke, name="key-revoke"),
