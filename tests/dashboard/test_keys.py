@@ -135,3 +135,12 @@ def test_reps_cannot_open_a_key_page(kit, manager):
     r = signed_in(rep).get(f"/dashboard/keys/{key.pk}/created/", follow=True)
     assert r.redirect_chain[-1][0] == "/dashboard/" and b"Only sales managers" in r.content
 
+
+def test_revoke_buttons_ask_first(kit, manager):
+    client = signed_in(manager)
+    client.post(f"/dashboard/keys/{kit.key_rows['live']['read'].pk}/rotate/")
+    html = client.get("/dashboard/keys/").content.decode()
+    assert html.count("data-confirm=") == html.count(">Revoke</button>") + html.count(
+        ">Revoke old key</button>")
+    assert "data-confirm=\"Revoke key “live admin”? Clients using it stop working at once." in html
+    assert "onclick" not in html and "onsubmit" not in html
