@@ -19,3 +19,10 @@ def api_key_list(*, tenant: Tenant, limit: int) -> list[ApiKey]:
 def api_key_get(*, tenant: Tenant, key_id: uuid.UUID) -> ApiKey | None:
     """One key of the tenant (either mode), or None."""
     return ApiKey.objects.filter(tenant=tenant, pk=key_id).first()
+
+
+def api_key_replaced(*, tenant: Tenant, key_id: uuid.UUID) -> ApiKey | None:
+    """The key that rotation replaced with ``key_id`` (in its grace period or no longer), or
+    None when ``key_id`` was generated, not rotated."""
+    return (ApiKey.objects.filter(tenant=tenant, replaced_by_id=key_id)
+            .order_by("-created_at", "-id").first())

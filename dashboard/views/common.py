@@ -1,21 +1,48 @@
-"""What every dashboard page shares: service calls with their messages, pagination, redirects."""
+"""What every dashboard page shares: service calls with their messages, pagination, redirects,
+and the one-time display of a generated secret.
+
+**A secret shown once, and forms that do not create twice** (POST-redirect-GET). A form that
+creates something with a secret (an API key, a webhook's signing secret) must not answer its
+POST with the secret: a reload would post again and create a second one. It stashes the secret
+and redirects; the page it redirects to shows it once::
+
+    # the POST view, once the service has created ``key`` and returned ``raw``:
+    return secret_redirect(request, kind="api-key", object_id=key.pk, secret=raw,
+                           to=reverse("dashboard:key-created", args=[key.pk]))
+
+    # the GET view at that address:
+    return secret_page(request, "dashboard/key_created.html", {"key": key},
+                       kind="api-key", object_id=key.pk)
+
+``secret_page`` renders the template with ``secret`` in its context: the value on the first GET,
+None on every later one (the template says "shown once" and how to get a new one;
+``dashboard/_secret.html`` does both, with a Copy button). Both answers carry
+``Cache-Control: no-store``. The secret waits in the session, encrypted (``core.crypto``),
+under ``<kind>:<object id>``: the first GET removes it; one never fetched is dropped after
+``SECRET_TTL`` (on the next stash or page), and at sign-out with the whole session.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.forms import Form
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from core import crypto
 from core.errors import ServiceError
 
 T = TypeVar("T")
 PAGE_SIZE = 25
+SECRETS_SESSION_KEY = "dashboard_shown_once"  # {"<kind>:<id>": {"s": encrypted, "at": epoch s}}
+SECRET_TTL = 600  # seconds between the POST and the GET that shows the secret
 
 
 def attempt(request: HttpRequest, action: Callable[[], T], success: str | None = None) -> T | None:
@@ -80,3 +107,43 @@ def mark_invalid(form: Form) -> Form:
             attrs["autofocus"] = True
             first = False
     return form
+
+
+def _secrets(request: HttpRequest) -> dict[str, dict[str, Any]]:
+    """The stashed secrets still in time (stale ones are dropped from the session)."""
+    stash = request.session.get(SECRETS_SESSION_KEY) or {}
+    now = time.time()
+    fresh = {k: v for k, v in stash.items() if now - v.get("at", 0) <= SECRET_TTL}
+    if fresh != stash:
+        request.session[SECRETS_SESSION_KEY] = fresh
+    return fresh
+
+
+def secret_redirect(request: HttpRequest, *, kind: str, object_id: object, secret: str,
+                    to: str) -> HttpResponseRedirect:
+    """Stashes ``secret`` for the one GET of ``to`` that will show it, and redirects there."""
+    stash = _secrets(request)
+    stash[f"{kind}:{object_id}"] = {"s": crypto.encrypt(secret), "at": time.time()}
+    request.session[SECRETS_SESSION_KEY] = stash
+    response = HttpResponseRedirect(to)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def secret_pop(request: HttpRequest, *, kind: str, object_id: object) -> str | None:
+    """The stashed secret, removed from the session; None once it has been shown (or expired)."""
+    stash = _secrets(request)
+    entry = stash.pop(f"{kind}:{object_id}", None)
+    if entry is None:
+        return None
+    request.session[SECRETS_SESSION_KEY] = stash
+    return crypto.decrypt(entry["s"]) or None
+
+
+def secret_page(request: HttpRequest, template: str, context: dict[str, Any], *, kind: str,
+                object_id: object) -> HttpResponse:
+    """``template`` with ``secret`` (the value the first time, then None); never cached."""
+    secret = secret_pop(request, kind=kind, object_id=object_id)
+    response = render(request, template, {**context, "secret": secret})
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,6 +1,11 @@
 """API keys: generate (the value shown once), rotate with the 24-hour grace period, revoke the
-old key early, revoke. The secret is shown in the response to the POST that made it and stored
-nowhere (not even in the session): a reload asks the browser to post again, not to show it."""
+old key early, revoke.
+
+Generate and rotate answer with a redirect (POST-redirect-GET, ``common.secret_redirect``): a
+reload of the page that shows the new key reloads that page, and never posts the form again,
+which would make a second key. The value waits for that one GET in the session, encrypted, and
+the GET removes it: a reload says it was shown once and offers to rotate the key instead.
+Nothing else keeps it (the database has only its hash); docs/decisions.md says why."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -18,12 +24,13 @@ from apikeys import services as apikey_services
 from apikeys.models import KeyStatus, Scope
 
 from ..auth import dashboard_view
-from .common import attempt
+from .common import attempt, secret_page, secret_redirect
 
 if TYPE_CHECKING:
     from apikeys.models import ApiKey
 
 SHOWN = 200
+SECRET_KIND = "api-key"
 
 
 class KeyForm(forms.Form):
@@ -44,12 +51,9 @@ def _created_by(request: HttpRequest) -> str:
     return f"dashboard:{actor.user.email}" if actor.user else "dashboard:admin-token"
 
 
-def _shown_once(request: HttpRequest, key: ApiKey, raw: str, *, rotated: ApiKey | None = None,
-                ) -> HttpResponse:
-    response = render(request, "dashboard/key_created.html", {
-        "key": key, "raw": raw, "rotated": rotated, "section": "keys"})
-    response["Cache-Control"] = "no-store"
-    return response
+def _shown_once(request: HttpRequest, key: ApiKey, raw: str) -> HttpResponse:
+    return secret_redirect(request, kind=SECRET_KIND, object_id=key.pk, secret=raw,
+                           to=reverse("dashboard:key-created", args=[key.pk]))
 
 
 @dashboard_view(manage=True)
@@ -90,7 +94,20 @@ def key_rotate(request: HttpRequest, key_id: str) -> HttpResponse:
                       f"Key “{key.name}” rotated: the old key keeps working for 24 hours.")
     if rotated is None:
         return redirect("dashboard:keys")
-    return _shown_once(request, *rotated, rotated=key)
+    return _shown_once(request, *rotated)
+
+
+@dashboard_view(manage=True)
+def key_created(request: HttpRequest, key_id: str) -> HttpResponse:
+    """The new key's value, once; then only that it was shown. After a rotation, the old key
+    and the button that ends its grace period early."""
+    key = _key(request, key_id)
+    now = timezone.now()
+    old = request.actor.read(apikey_selectors.api_key_replaced, both_modes=True, key_id=key.pk)
+    return secret_page(request, "dashboard/key_created.html", {
+        "key": key, "active": key.status_at(now) == KeyStatus.ACTIVE, "rotated": old,
+        "old_in_grace": old is not None and old.status_at(now) == KeyStatus.GRACE,
+        "section": "keys"}, kind=SECRET_KIND, object_id=key.pk)
 
 
 @require_POST

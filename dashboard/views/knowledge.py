@@ -1,7 +1,10 @@
 """Knowledge base: the documents with their indexing status, the upload of a file or of pasted
 text, and delete. Every write is the ``knowledge.services`` call that ``/api/v1/knowledge-base``
 makes, with the API's own reading of an uploaded file (``file_values``): the same checks and
-limits, the indexing queued after the commit. The page adds forms and messages.
+limits, the indexing queued after the commit. The page adds forms and messages. A stored
+upload answers with a redirect to the list (POST-redirect-GET), so that a reload shows the list
+again instead of uploading the file twice; a refused one shows its form again, with nothing
+stored.
 
 Who may do what follows the v1 scopes the way the dashboard translates them elsewhere: the list
 (read) and uploads (write, as reps edit leads) are for all the staff; delete (the admin scope,

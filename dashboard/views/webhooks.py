@@ -8,11 +8,11 @@ beside its fields."""
 
 from __future__ import annotations
 
-import secrets
+import uuid
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -25,7 +25,16 @@ from webhooks.envelopes import LEGACY_EVENT_TYPES, V1_EVENT_TYPES
 from webhooks.models import DeliveryStatus, Surface
 
 from ..auth import dashboard_view
-from .common import attempt, mark_invalid, page_of, query_without_page, refuse_on_form, safe_next
+from .common import (
+    attempt,
+    mark_invalid,
+    page_of,
+    query_without_page,
+    refuse_on_form,
+    safe_next,
+    secret_page,
+    secret_redirect,
+)
 
 LOG_PAGE_SIZE = 20
 FAILED_SHOWN = 20
@@ -72,33 +81,24 @@ def _legacy_prefix(webhook) -> str:
     return f"l{webhook.pk.hex[:8]}"
 
 
-# --- the secret shown once (POST-redirect-GET) -----------------------------------------------
-#
-# The form's POST keeps the new secret in the session under a key of its own and redirects; the
-# GET of that key's page pops it and shows it, once. A reload (or the back button) cannot post
-# the form again, and finds nothing to show.
+# --- the secret shown once (POST-redirect-GET, dashboard/views/common.py) -----------------------
 
-_STASH = "dashboard.webhook-secret."
+_KINDS = ("subscription", "legacy")
 
 
 def _stash_secret(request: HttpRequest, receiver, secret: str, kind: str) -> HttpResponse:
-    key = secrets.token_urlsafe(16)
-    request.session[_STASH + key] = {"kind": kind, "id": str(receiver.pk), "secret": secret}
-    return redirect("dashboard:webhook-created", key=key)
+    return secret_redirect(request, kind=f"webhook-{kind}", object_id=receiver.pk, secret=secret,
+                           to=reverse("dashboard:webhook-created", args=[kind, receiver.pk]))
 
 
 @dashboard_view(manage=True)
-def webhook_created(request: HttpRequest, key: str) -> HttpResponse:
-    stashed = request.session.pop(_STASH + key, None)
-    receiver = None
-    if stashed is not None:
-        get = (_legacy_webhook if stashed["kind"] == "legacy" else _subscription)
-        receiver = get(request, stashed["id"])
-    response = render(request, "dashboard/webhook_created.html", {
-        "receiver": receiver, "secret": stashed and stashed["secret"],
-        "kind": stashed and stashed["kind"], "section": "webhooks"})
-    response["Cache-Control"] = "no-store"
-    return response
+def webhook_created(request: HttpRequest, kind: str, receiver_id: uuid.UUID) -> HttpResponse:
+    if kind not in _KINDS:
+        raise Http404
+    receiver = (_legacy_webhook if kind == "legacy" else _subscription)(request, str(receiver_id))
+    return secret_page(request, "dashboard/webhook_created.html",
+                       {"receiver": receiver, "kind": kind, "section": "webhooks"},
+                       kind=f"webhook-{kind}", object_id=receiver.pk)
 
 
 # --- the page ---------------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def test_a_new_subscriptions_secret_is_shown_once_and_a_reload_creates_nothing(c
         page.fill("#id_url", receiver.url("/second"))
         page.locator("#new-subscription").get_by_label("lead.qualified").check()
         page.get_by_role("button", name="Create subscription").click()
-        page.wait_for_url(f"{base}/dashboard/webhooks/created/*/")
+        page.wait_for_url(f"{base}/dashboard/webhooks/created/**")
         secret = page.locator("#new-secret").inner_text().strip()
         assert secret.startswith("whsec_")
         page.reload()

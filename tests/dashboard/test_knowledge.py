@@ -131,6 +131,17 @@ def test_pasted_text_is_uploaded_queued_and_ready_after_the_worker(kit, manager,
     assert passage.title == "Pricing"
 
 
+def test_an_upload_answers_with_a_redirect_so_a_reload_stores_nothing_more(kit, manager):
+    """POST-redirect-GET: the browser's reload repeats the GET of the list, not the upload."""
+    client = signed_in(manager)
+    r = client.post(UPLOAD, {"file": file("handbook.pdf", PDF, "application/pdf")})
+    assert r.status_code == 302 and r["Location"] == PAGE
+    first = client.get(PAGE).content.decode()
+    again = client.get(PAGE).content.decode()
+    assert Document.objects.count() == 1 and len(rows(again)) == 1
+    assert "Uploaded “handbook”" in first and "Uploaded “" not in again  # the message, once
+
+
 def test_pdf_and_docx_files_are_uploaded_and_indexed(kit, manager):
     client = signed_in(manager)
     client.post("/dashboard/mode/", {"mode": "test"})

@@ -145,9 +145,10 @@ def test_reps_work_leads_and_chats_but_not_keys_or_settings(rep):
 
 def test_key_generation_shows_the_value_once_and_it_works(api, kit, manager):
     client = signed_in(manager)
-    r = client.post("/dashboard/keys/new/", {"name": "CRM sync", "scope": "write", "mode": "test"})
+    r = client.post("/dashboard/keys/new/", {"name": "CRM sync", "scope": "write", "mode": "test"},
+                    follow=True)
     assert r.status_code == 200 and r["Cache-Control"] == "no-store"
-    raw = r.context["raw"]
+    raw = r.context["secret"]
     assert raw.startswith("sk_test_") and raw in r.content.decode()
     assert raw not in client.get("/dashboard/keys/").content.decode()
     assert api.get("/api/v1/leads", headers={"Authorization": f"Bearer {raw}"}).status_code == 200
@@ -158,9 +159,10 @@ def test_key_generation_shows_the_value_once_and_it_works(api, kit, manager):
 def test_rotation_keeps_both_keys_then_revoke_old_and_revoke(api, kit, manager):
     client = signed_in(manager)
     old_row, old_raw = kit.key_rows["live"]["read"], kit.keys["live"]["read"]
-    r = client.post(f"/dashboard/keys/{old_row.pk}/rotate/")
-    new_raw = r.context["raw"]
+    r = client.post(f"/dashboard/keys/{old_row.pk}/rotate/", follow=True)
+    new_raw = r.context["secret"]
     new_row = r.context["key"]
+    assert r.context["rotated"] == old_row and "Revoke old key now" in r.content.decode()
     for raw in (old_raw, new_raw):
         assert api.get("/api/v1/leads", headers={"Authorization": f"Bearer {raw}"}).status_code == 200
     listing = client.get("/dashboard/keys/").content.decode()

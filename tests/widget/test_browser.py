@@ -428,6 +428,7 @@ def test_dashboard_key_generation_rotation_and_early_revocation(stack):
         assert second != first and status(first) == 200 and status(second) == 200
         page.get_by_role("link", name="Done").click()
         screenshot(page, "dashboard-keys.png", full_page=True)
+        page.once("dialog", lambda dialog: dialog.accept())  # "Revoke the old key…?"
         page.locator("tr", has_text="Browser key").get_by_role("button", name="Revoke old key").click()
         assert "only the new one works now" in page.content()
         assert status(first) == 401 and status(second) == 200
