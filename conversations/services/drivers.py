@@ -42,6 +42,14 @@ from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close
 logger = logging.getLogger("salesagent.chat")
 
 
+def _asked(plan: ReplyPlan | None) -> str | None:
+    """What the reply asks the visitor for, as the plan has it: their email address first,
+    else a qualifying question (the BANT signal it is about)."""
+    if plan is None or plan.handoff:
+        return None
+    return "email" if plan.needs_email else plan.next_question
+
+
 def _silent_analysis(ctx: TurnContext) -> Analysis:
     intent, confidence = rules.classify(ctx.message)
     return Analysis(intent=intent, confidence=confidence)
@@ -134,6 +142,9 @@ class _Turn:
         self.info.update(reply=self.info.get("reply", self.provider.name),
                          stopped=guard.stopped or ("deadline" if truncated else None),
                          unsupported=guard.unsupported)
+        asked = _asked(self.plan)
+        if asked and not self.info["stopped"]:
+            self.info["asked"] = asked  # so that later turns do not ask again (turn._follow_up)
 
     async def _model_chunks(self, guard: ReplyGuard) -> AsyncIterator[tuple[str, bool]]:
         """The provider's chunks through ``guard``, until it ends, the guard stops it or the

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from conversations.agent.phrases import phrase
 from conversations.models import Conversation, Meeting, Message
 from leads.models import Lead
 from tests.chat_helpers import chat, event_types, events
@@ -186,6 +187,28 @@ def test_an_external_booking_link_is_offered_instead_of_slots(api, kit):
     r = chat(api, kit, "Can I schedule a demo?")
     assert {"type": "link", "label": "Book a discovery call",
             "url": "https://cal.example.com/acme"} in r.json()["suggestedActions"]
+
+
+def test_the_email_is_asked_once_and_again_only_to_book_or_for_offered_details(api, kit):
+    ask = phrase("en", "ask_email")
+    first = chat(api, kit, "How much does it cost?").json()
+    sid = first["sessionId"]
+    assert ask in first["content"]
+    later = [chat(api, kit, question, session=sid).json()["content"]
+             for question in ("Do you integrate with Salesforce?", "Is there a free trial?",
+                              "Do you have an API?", "Can it answer in German?")]
+    assert not [reply for reply in later if "email" in reply.lower()], later
+    # Each qualifying question is asked once, not after every answer either.
+    questions = [line for reply in later for line in reply.split("\n\n") if line.endswith("?")]
+    assert questions and len(questions) == len(set(questions)), questions
+    # The visitor offers details: the address is worth asking for again.
+    assert ask in chat(api, kit, "I'm Sam Lee from Umbrella", session=sid).json()["content"]
+    # Booking needs it, every time.
+    r = chat(api, kit, "Can we book a demo?", session=sid).json()
+    assert phrase("en", "need_email_to_book") in r["content"]
+    slot = next(a for a in r["suggestedActions"] if a["message"].startswith("Book "))
+    r = chat(api, kit, slot["message"], session=sid).json()
+    assert "email" in r["content"].lower() and not Meeting.objects.exists()
 
 
 def test_handoff_assigns_reps_round_robin_and_silences_the_agent(api, kit):
