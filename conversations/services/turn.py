@@ -383,12 +383,16 @@ def _follow_up(turn: _Turn) -> None:
         return
     if turn.conversation.lead is None and _email_wanted(turn):
         turn.plan = replace(turn.plan, needs_email=True)
-    if (turn.analysis.intent not in NO_QUESTION_INTENTS and not turn.booked
-            and not turn.plan.offer_slots):
-        missing = [signal for signal in QUALIFYING_FLOW
-                   if signal not in turn.seen and signal not in turn.asked]
-        if missing:
-            turn.plan = replace(turn.plan, next_question=missing[0])
+    turn.plan = replace(turn.plan, next_question=_next_question(turn))
+
+
+def _next_question(turn: _Turn) -> str | None:
+    """The first qualifying signal neither seen nor asked about; none while a meeting is
+    offered or booked."""
+    if turn.analysis.intent in NO_QUESTION_INTENTS or turn.booked or turn.plan.offer_slots:
+        return None
+    return next((signal for signal in QUALIFYING_FLOW
+                 if signal not in turn.seen and signal not in turn.asked), None)
 
 
 def _email_wanted(turn: _Turn) -> bool:
