@@ -10,6 +10,7 @@ from django.utils import timezone
 from conversations.agent.phrases import phrase
 from conversations.models import Conversation, Meeting, Message
 from leads.models import Lead
+from tenants.services import tenant_set_facts
 from tests.chat_helpers import chat, event_types, events
 from tests.events import legacy_data, v1_data
 from tests.factories import UserFactory
@@ -187,6 +188,28 @@ def test_an_external_booking_link_is_offered_instead_of_slots(api, kit):
     r = chat(api, kit, "Can I schedule a demo?")
     assert {"type": "link", "label": "Book a discovery call",
             "url": "https://cal.example.com/acme"} in r.json()["suggestedActions"]
+
+
+def test_asking_the_price_again_gets_no_repeated_pricing_line(api, kit):
+    tenant_set_facts(tenant=kit.tenant, pricing_url="https://acme.example/pricing")
+    first = chat(api, kit, "How much does it cost?").json()
+    sid = first["sessionId"]
+    assert first["content"] == ("Our pricing depends on your team and needs. Our current prices "
+                                "are here: https://acme.example/pricing\n\nWhat's the best email "
+                                "address to reach you at?")
+    again = chat(api, kit, "How much does it cost?", session=sid).json()
+    assert again["content"].startswith(
+        "As I mentioned, our pricing depends on your team and needs. For an exact figure for your "
+        'team, a short call with us is quickest: just say "book a call".')
+    said = set()
+    for reply in (first, again, chat(api, kit, "And the price per seat?", session=sid).json()):
+        sentences = {s for s in re.split(r"(?<=[.!?])\s+|\n+", reply["content"]) if s}
+        assert not sentences & said, reply["content"]
+        # No price: the tenant states none, and a figure is never invented.
+        assert not re.search(r"\d|[$€£]", reply["content"].replace("acme.example", ""))
+        said |= sentences
+    offered = chat(api, kit, "book a call", session=sid).json()["suggestedActions"]
+    assert len([a for a in offered if a["message"].startswith("Book ")]) == 3
 
 
 def test_the_email_is_asked_once_and_again_only_to_book_or_for_offered_details(api, kit):
