@@ -61,11 +61,11 @@ bench: install
 eval: migrate
 	@$(BIN)/python scripts/eval.py $(EVAL_ARGS)
 
-# docs/screenshots/*.png again: the browser tests write them only when SCREENSHOTS=1.
+# docs/screenshots/*.png again: the browser tests (tests/*/test_browser*.py) write them only when
+# SCREENSHOTS=1.
+BROWSER_TESTS = $(sort $(wildcard tests/*/test_browser*.py))
 screenshots: install
-	SCREENSHOTS=1 $(BIN)/python -m pytest tests/widget/test_browser.py tests/dashboard/test_browser.py \
-		tests/dashboard/test_browser_meetings.py tests/dashboard/test_browser_webhooks_settings.py \
-		tests/dashboard/test_browser_phone.py tests/dashboard/test_browser_keys.py tests/calendars/test_browser.py $(PYTEST_ARGS)
+	SCREENSHOTS=1 $(BIN)/python -m pytest $(BROWSER_TESTS) $(PYTEST_ARGS)
 
 # Style, and no function above cyclomatic complexity 10 (radon prints nothing).
 lint: install

@@ -42,6 +42,17 @@ from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close
 logger = logging.getLogger("salesagent.chat")
 
 
+def _asked(plan: ReplyPlan | None, *, stopped: str | None) -> dict[str, str]:
+    """What the reply asked the visitor for, as the plan has it (their email address first,
+    else a qualifying question: the BANT signal it is about), for ``Message.turn["asked"]``:
+    later turns do not ask again (``turn._follow_up``). A reply that ended early may not have
+    asked."""
+    if plan is None or plan.handoff or stopped:
+        return {}
+    asked = "email" if plan.needs_email else plan.next_question
+    return {"asked": asked} if asked else {}
+
+
 def _silent_analysis(ctx: TurnContext) -> Analysis:
     intent, confidence = rules.classify(ctx.message)
     return Analysis(intent=intent, confidence=confidence)
@@ -131,9 +142,9 @@ class _Turn:
         for text in (guard.finish(truncated=truncated), self._ending(guard)):
             if text:
                 yield self._say(text)
-        self.info.update(reply=self.info.get("reply", self.provider.name),
-                         stopped=guard.stopped or ("deadline" if truncated else None),
-                         unsupported=guard.unsupported)
+        stopped = guard.stopped or ("deadline" if truncated else None)
+        self.info.update(reply=self.info.get("reply", self.provider.name), stopped=stopped,
+                         unsupported=guard.unsupported, **_asked(self.plan, stopped=stopped))
 
     async def _model_chunks(self, guard: ReplyGuard) -> AsyncIterator[tuple[str, bool]]:
         """The provider's chunks through ``guard``, until it ends, the guard stops it or the

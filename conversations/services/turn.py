@@ -229,6 +229,8 @@ class _Turn:
     seen: set[str]  # signals: the conversation's, the provider's and the rules'
     slot_token: str | None
     now: datetime
+    asked: set[str]  # what the agent's earlier replies asked for: "email", BANT signals
+    offered_contact: bool  # the visitor gave contact details in this message
     plan: ReplyPlan = field(default_factory=ReplyPlan)
 
     @property
@@ -291,7 +293,17 @@ def _read(conversation: Conversation, ctx: TurnContext, analysis: Analysis) -> _
         conversation.language = conversation.language or analysis.language
     return _Turn(conversation=conversation, analysis=analysis, contact=contact,
                  seen=set(conversation.signals) | set(analysis.signals) | set(reading.signals),
-                 slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now())
+                 slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
+                 asked=_asked(conversation),
+                 offered_contact=bool(told.as_dict() or reading.contact.as_dict()))
+
+
+def _asked(conversation: Conversation) -> set[str]:
+    """What the agent's replies in this conversation asked the visitor for, as each reply's
+    turn recorded it (``Message.turn["asked"]``, docs/agent.md): a fact, not a reading of the
+    replies' words."""
+    turns = conversation.messages.filter(role=Role.ASSISTANT, turn__has_key="asked")
+    return {turn["asked"] for turn in turns.values_list("turn", flat=True)}
 
 
 def _meeting(turn: _Turn, lead: Lead | None) -> None:
@@ -365,22 +377,34 @@ def _hand_off_if_asked(turn: _Turn) -> None:
 
 
 def _follow_up(turn: _Turn) -> None:
-    """What the reply should ask for next: an email to follow up, or a qualifying question."""
+    """What the reply should ask for next: an email to follow up, or a qualifying question;
+    each once in the conversation (``_asked``), not after every answer."""
     if turn.plan.handoff:
         return
-    if turn.conversation.lead is None and _worth_an_email(turn):
+    if turn.conversation.lead is None and _email_wanted(turn):
         turn.plan = replace(turn.plan, needs_email=True)
-    if turn.analysis.intent not in NO_QUESTION_INTENTS and not turn.booked:
-        missing = [signal for signal in QUALIFYING_FLOW if signal not in turn.seen]
-        if missing:
-            turn.plan = replace(turn.plan, next_question=missing[0])
+    turn.plan = replace(turn.plan, next_question=_next_question(turn))
 
 
-def _worth_an_email(turn: _Turn) -> bool:
-    """A meeting, a buying question or a qualifying signal: follow-up needs an address."""
+def _next_question(turn: _Turn) -> str | None:
+    """The first qualifying signal neither seen nor asked about; none while a meeting is
+    offered or booked."""
+    if turn.analysis.intent in NO_QUESTION_INTENTS or turn.booked or turn.plan.offer_slots:
+        return None
+    return next((signal for signal in QUALIFYING_FLOW
+                 if signal not in turn.seen and signal not in turn.asked), None)
+
+
+def _email_wanted(turn: _Turn) -> bool:
+    """A meeting needs an address, every time it is asked for, and a visitor who gives other
+    contact details may give it too; otherwise a buying question or a qualifying signal is
+    worth asking for it once."""
     analysis = turn.analysis
-    return bool(analysis.wants_meeting or turn.slot_token or analysis.intent in EMAIL_WORTHY
-                or turn.seen & set(scoring.BANT))
+    if analysis.wants_meeting or turn.slot_token or turn.offered_contact:
+        return True
+    if "email" in turn.asked:
+        return False
+    return bool(analysis.intent in EMAIL_WORTHY or turn.seen & set(scoring.BANT))
 
 
 # --- 5. close -----------------------------------------------------------------------------

@@ -7,8 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from conversations.agent.phrases import phrase
 from conversations.models import Conversation, Meeting, Message
 from leads.models import Lead
+from tenants.services import tenant_set_facts
 from tests.chat_helpers import chat, event_types, events
 from tests.events import legacy_data, v1_data
 from tests.factories import UserFactory
@@ -186,6 +188,50 @@ def test_an_external_booking_link_is_offered_instead_of_slots(api, kit):
     r = chat(api, kit, "Can I schedule a demo?")
     assert {"type": "link", "label": "Book a discovery call",
             "url": "https://cal.example.com/acme"} in r.json()["suggestedActions"]
+
+
+def test_asking_the_price_again_gets_no_repeated_pricing_line(api, kit):
+    tenant_set_facts(tenant=kit.tenant, pricing_url="https://acme.example/pricing")
+    first = chat(api, kit, "How much does it cost?").json()
+    sid = first["sessionId"]
+    assert first["content"] == ("Our pricing depends on your team and needs. Our current prices "
+                                "are here: https://acme.example/pricing\n\nWhat's the best email "
+                                "address to reach you at?")
+    again = chat(api, kit, "How much does it cost?", session=sid).json()
+    assert again["content"].startswith(
+        "As I mentioned, our pricing depends on your team and needs. For an exact figure for your "
+        'team, a short call with us is quickest: just say "book a call".')
+    said = set()
+    for reply in (first, again, chat(api, kit, "And the price per seat?", session=sid).json()):
+        sentences = {s for s in re.split(r"(?<=[.!?])\s+|\n+", reply["content"]) if s}
+        assert not sentences & said, reply["content"]
+        # No price: the tenant states none, and a figure is never invented.
+        assert not re.search(r"\d|[$€£]", reply["content"].replace("acme.example", ""))
+        said |= sentences
+    offered = chat(api, kit, "book a call", session=sid).json()["suggestedActions"]
+    assert len([a for a in offered if a["message"].startswith("Book ")]) == 3
+
+
+def test_the_email_is_asked_once_and_again_only_to_book_or_for_offered_details(api, kit):
+    ask = phrase("en", "ask_email")
+    first = chat(api, kit, "How much does it cost?").json()
+    sid = first["sessionId"]
+    assert ask in first["content"]
+    later = [chat(api, kit, question, session=sid).json()["content"]
+             for question in ("Do you integrate with Salesforce?", "Is there a free trial?",
+                              "Do you have an API?", "Can it answer in German?")]
+    assert not [reply for reply in later if "email" in reply.lower()], later
+    # Each qualifying question is asked once, not after every answer either.
+    questions = [line for reply in later for line in reply.split("\n\n") if line.endswith("?")]
+    assert questions and len(questions) == len(set(questions)), questions
+    # The visitor offers details: the address is worth asking for again.
+    assert ask in chat(api, kit, "I'm Sam Lee from Umbrella", session=sid).json()["content"]
+    # Booking needs it, every time.
+    r = chat(api, kit, "Can we book a demo?", session=sid).json()
+    assert phrase("en", "need_email_to_book") in r["content"]
+    slot = next(a for a in r["suggestedActions"] if a["message"].startswith("Book "))
+    r = chat(api, kit, slot["message"], session=sid).json()
+    assert "email" in r["content"].lower() and not Meeting.objects.exists()
 
 
 def test_handoff_assigns_reps_round_robin_and_silences_the_agent(api, kit):

@@ -1,5 +1,8 @@
 """Legacy: GET /api/conversations/:id, GET /api/leads/:id/conversations, public POST /api/chat."""
 
+import re
+
+from conversations.agent.phrases import phrase
 from conversations.models import Conversation
 from leads.models import Lead
 from tests.chat_helpers import chat
@@ -51,6 +54,21 @@ def test_public_chat_for_the_widget(api, kit):
                                     "sessionId": data["sessionId"],
                                     "tenant": kit.tenant.public_id})
     assert r.json()["sessionId"] == data["sessionId"]
+
+
+def test_public_chat_says_the_pricing_line_once(api, kit):
+    url = f"/api/chat?tenant={kit.tenant.public_id}"
+    replies, sid = [], None
+    for message in ("What does it cost?", "How much is it?", "What's the price?"):
+        body = api.post(url, json={"message": message, "visitorId": "w",
+                                   **({"sessionId": sid} if sid else {})}).json()
+        sid = body["sessionId"]
+        replies.append(body["content"])
+    assert replies[0].startswith(phrase("en", "pricing"))
+    assert phrase("en", "pricing") not in replies[1] + replies[2]
+    assert replies[1].startswith(phrase("en", "pricing_again"))
+    assert phrase("en", "pricing_again") not in replies[2]
+    assert not any(re.search(r"\d|[$€£]", reply) for reply in replies)
 
 
 def test_public_chat_errors(api, kit):

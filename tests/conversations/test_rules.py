@@ -19,6 +19,7 @@ from conversations.agent import rules
     "Please have a sales rep contact me, jen@corvid.io",
     "Could you give me a call tomorrow?",
     "this bot is useless",
+    "This bot is useless, get me a person",
     "You're not answering my question.",
     "Kann ich bitte mit einem Mitarbeiter sprechen?",
     "Ich möchte mit einem echten Menschen reden.",

@@ -13,13 +13,12 @@ from collections.abc import AsyncIterator
 
 from core.languages import detect_language
 
-from .. import rules
+from .. import answers, rules
 from ..phrases import phrase
 from ..types import Analysis, Handoff, ReplyPlan, TurnContext
 from .base import Provider
 
 QUESTION_INTENTS = {"product_question", "pricing", "other", "objection", "support"}
-EXCERPT_CHARS = 600
 
 
 class BuiltinProvider(Provider):
@@ -37,7 +36,7 @@ class BuiltinProvider(Provider):
                               priority="normal", suggested_team="support")
         cited: tuple[int, ...] = ()
         if ctx.passages and reading.intent in QUESTION_INTENTS:
-            cited = (0,)
+            cited = _knowledge(ctx, ctx.passages, reading.intent).cited
         return Analysis(
             intent=reading.intent,
             confidence=reading.confidence,
@@ -67,7 +66,7 @@ def compose(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> str:
     named = f", {name.split()[0]}" if name else ""
     parts = [
         *_welcome(ctx, analysis, plan, named=named),
-        _answer(ctx, analysis),
+        *_answer(ctx, analysis),
         _meeting(lang, plan),
         phrase(lang, "qualified") if plan.qualified and not plan.booked_slot else None,
         _next_step(lang, analysis, plan, named=named),
@@ -87,19 +86,69 @@ def _welcome(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan, *, named: st
 
 
 # What the agent says to these intents when no passage answers the message.
-_INTENT_ANSWERS = {"pricing": "pricing", "product_question": "no_answer", "objection": "objection"}
+_INTENT_ANSWERS = {"product_question": "no_answer", "objection": "objection"}
 
 
-def _answer(ctx: TurnContext, analysis: Analysis) -> str | None:
-    """The cited passage, quoted with its source; else what the intent calls for."""
+def _said(ctx: TurnContext) -> answers.Said:
+    return answers.Said(m.content for m in ctx.history if m.role == "assistant")
+
+
+def _knowledge(ctx: TurnContext, passages: list, intent: str) -> answers.Answer:
+    return answers.select(passages, ctx.message, _said(ctx), figures_wanted=intent == "pricing")
+
+
+def _answer(ctx: TurnContext, analysis: Analysis) -> list[str]:
+    """The cited passages' answer, with its source; else what the intent calls for. Nothing
+    the agent said earlier in the conversation is said again."""
     lang = ctx.language
-    if analysis.cited and ctx.passages:
-        passage = ctx.passages[analysis.cited[0]]
-        quote = "\n".join("> " + line for line in _excerpt(passage.excerpt, EXCERPT_CHARS).splitlines())
-        return (f"{phrase(lang, 'answer_intro')}\n\n{quote}\n\n_{phrase(lang, 'sources')}: "
-                f"{passage.title}_")
-    key = _INTENT_ANSWERS.get(analysis.intent)
-    return phrase(lang, key) if key else None
+    passages = [ctx.passages[i] for i in analysis.cited if i < len(ctx.passages)]
+    parts = [_from_passages(ctx, passages, analysis.intent)]
+    answered = bool(parts[0])
+    if analysis.intent == "pricing":
+        parts.append(_pricing(ctx, answered=answered))
+    elif not answered and analysis.intent in _INTENT_ANSWERS:
+        parts.append(phrase(lang, _INTENT_ANSWERS[analysis.intent]))
+    return [part for part in parts if part]
+
+
+def _from_passages(ctx: TurnContext, passages: list, intent: str) -> str | None:
+    """One or two sentences of the passages, naming their documents; or, when the agent said
+    those already, a reference to its answer above."""
+    lang = ctx.language
+    answer = _knowledge(ctx, passages, intent)
+    if answer.sentences:
+        titles = [passages[i].title for i in answer.cited]
+        return phrase(lang, "answer", source=_titles(lang, titles),
+                      answer=" ".join(s.text for s in answer.sentences))
+    if answer.repeated is not None:
+        return phrase(lang, "answer_again", source=_titles(lang, [passages[answer.repeated].title]))
+    return None
+
+
+def _titles(lang: str, titles: list[str]) -> str:
+    return phrase(lang, "and").join(phrase(lang, "title", title=title) for title in titles)
+
+
+def _pricing(ctx: TurnContext, *, answered: bool) -> str:
+    """What the agent says about its prices besides the passages: that they depend on the
+    team, the pricing page, a call; each once, so that asking again gets something new. No
+    figure: only passages and the tenant's facts may state one."""
+    lang, said = ctx.language, _said(ctx)
+    lines = []
+    if not answered:
+        lines.append(_unsaid(said, phrase(lang, "pricing"), phrase(lang, "pricing_again")))
+    link = phrase(lang, "pricing_link", url=ctx.facts.pricing_url) if ctx.facts.pricing_url else ""
+    if link and not said(link):
+        lines.append(link)
+    elif "pricing_interest" in ctx.signals:  # asked before: a call gets a figure of one's own
+        # Not knowing is true only when no passage answered.
+        lines.append(_unsaid(said, phrase(lang, "pricing_call"),
+                             *(() if answered else (phrase(lang, "unsure"),))))
+    return " ".join(line for line in lines if line)
+
+
+def _unsaid(said: answers.Said, *lines: str) -> str:
+    return next((line for line in lines if not said(line)), "")
 
 
 def _meeting(lang: str, plan: ReplyPlan) -> str | None:
