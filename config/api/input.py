@@ -52,21 +52,26 @@ def check_document(data: Any) -> None:
         if isinstance(value, str):
             if (problem := text_problem(value)) is not None:
                 problems.setdefault(path or "body", []).append(problem)
-            continue
-        if not isinstance(value, (dict, list)):
-            continue
-        if depth >= MAX_DEPTH:
-            raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels.")
-        if isinstance(value, dict):
-            for key, item in value.items():
-                child = f"{path}.{shown(key)}" if path else shown(key)
-                if (problem := text_problem(key)) is not None:
-                    problems.setdefault(child, []).append(f"Key: {problem}")
-                stack.append((item, child, depth + 1))
-        else:
-            stack.extend((item, f"{path}[{index}]", depth + 1) for index, item in enumerate(value))
+        elif isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels.")
+            stack.extend(_children(value, path, depth + 1, problems))
     if problems:
         raise ValidationError(dict(sorted(problems.items())))
+
+
+def _children(value: dict | list, path: str, depth: int, problems: dict[str, list[str]]):
+    """The items of an object or array with their paths; an object's bad keys go to
+    ``problems``."""
+    if isinstance(value, list):
+        return [(item, f"{path}[{index}]", depth) for index, item in enumerate(value)]
+    children = []
+    for key, item in value.items():
+        child = f"{path}.{shown(key)}" if path else shown(key)
+        if (problem := text_problem(key)) is not None:
+            problems.setdefault(child, []).append(f"Key: {problem}")
+        children.append((item, child, depth))
+    return children
 
 
 class JSONParser(parsers.JSONParser):
