@@ -20,7 +20,7 @@ from conversations.models import MeetingStatus
 from conversations.services import meetings as meeting_services
 from leads import selectors as lead_selectors
 from leads import services as lead_services
-from leads.vocabulary import V1_STATUSES, LeadSource, LeadStatus
+from leads.vocabulary import LeadSource, LeadStatus
 
 from ..auth import dashboard_view
 from .common import PAGE_SIZE, attempt, query_without_page
@@ -31,8 +31,8 @@ RESCHEDULE_CHOICES = 5
 
 class LeadFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
-    status = forms.ChoiceField(required=False, choices=[("", "Any status")] +
-                               [(s, s.capitalize()) for s in V1_STATUSES])
+    # Staff see the stored statuses (each with its label), not one surface's vocabulary.
+    status = forms.ChoiceField(required=False, choices=[("", "Any status")] + LeadStatus.choices)
     source = forms.ChoiceField(required=False, choices=[("", "Any source")] + LeadSource.choices)
 
 
@@ -66,7 +66,8 @@ def lead_index(request: HttpRequest) -> HttpResponse:
     form = LeadFilterForm(request.GET or None)
     data = form.cleaned_data if form.is_valid() else {}
     page = request.actor.read(lead_selectors.lead_find, q=data.get("q") or "",
-                              status=data.get("status") or None, source=data.get("source") or None,
+                              stored_status=data.get("status") or None,
+                              source=data.get("source") or None,
                               page=_page_number(request), limit=PAGE_SIZE)
     for row in page.items:
         row["status_label"] = STATUS_LABELS[row["status"]]
