@@ -16,7 +16,7 @@ from leads.models import LeadDailyCount
 from leads.vocabulary import LEGACY_OF_STORED, LEGACY_STATUSES
 from tenants.models import Tenant
 
-from .models import ACTIVITY_TYPES, ChannelDailyStat, LeadDailyStat
+from .models import ACTIVITY_TYPES, ChannelDailyStat, LeadDailyStat, WidgetVisit
 
 # --- analytics ------------------------------------------------------------------------------
 #
@@ -277,3 +277,9 @@ def lead_events(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, types: Co
                                      type__in=list(types))
                 .order_by("-occurred_at", "-id")
                 .values("type", "occurred_at", "conversation_id", "facts")[:limit])
+
+
+def widget_seen(*, tenant: Tenant) -> bool:
+    """Whether the tenant's widget has been loaded anywhere: a load that names its visitor
+    (``/api/widget``) is recorded as a ``WidgetVisit``."""
+    return WidgetVisit.objects.filter(tenant=tenant).exists()
