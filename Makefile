@@ -65,7 +65,7 @@ eval: migrate
 screenshots: install
 	SCREENSHOTS=1 $(BIN)/python -m pytest tests/widget/test_browser.py tests/dashboard/test_browser.py \
 		tests/dashboard/test_browser_meetings.py tests/dashboard/test_browser_webhooks_settings.py \
-		tests/calendars/test_browser.py $(PYTEST_ARGS)
+		tests/dashboard/test_browser_leads.py tests/calendars/test_browser.py $(PYTEST_ARGS)
 
 # Style, and no function above cyclomatic complexity 10 (radon prints nothing).
 lint: install
