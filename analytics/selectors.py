@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -16,7 +16,7 @@ from leads.models import LeadDailyCount
 from leads.vocabulary import LEGACY_OF_STORED, LEGACY_STATUSES
 from tenants.models import Tenant
 
-from .models import ACTIVITY_TYPES, ChannelDailyStat, LeadDailyStat
+from .models import ACTIVITY_TYPES, ChannelDailyStat, LeadDailyStat, WidgetVisit
 
 # --- analytics ------------------------------------------------------------------------------
 #
@@ -269,9 +269,17 @@ def legacy_activity(*, tenant: Tenant, livemode: bool, today: date) -> list[dict
 
 # --- the staff dashboard --------------------------------------------------------------------
 
-def lead_events(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, limit: int,
-                ) -> list[dict[str, Any]]:
-    """A lead's history, newest first: each event's ``type``, ``description`` and
-    ``occurred_at`` only (the shape of ``data`` is the event log's own business)."""
-    return list(Event.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id)
-                .order_by("-occurred_at", "-id").values("type", "description", "occurred_at")[:limit])
+def lead_events(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, types: Collection[str],
+                limit: int) -> list[dict[str, Any]]:
+    """The lead's events of ``types``, newest first (one query): each one's ``type``,
+    ``occurred_at``, ``conversation_id`` and ``facts`` (stored vocabulary, docs/events.md)."""
+    return list(Event.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id,
+                                     type__in=list(types))
+                .order_by("-occurred_at", "-id")
+                .values("type", "occurred_at", "conversation_id", "facts")[:limit])
+
+
+def widget_seen(*, tenant: Tenant) -> bool:
+    """Whether the tenant's widget has been loaded anywhere: a load that names its visitor
+    (``/api/widget``) is recorded as a ``WidgetVisit``."""
+    return WidgetVisit.objects.filter(tenant=tenant).exists()

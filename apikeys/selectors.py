@@ -9,11 +9,20 @@ from tenants.models import Tenant
 
 from .models import ApiKey
 
+# ``created_by`` of the keys a tenant is created with (``manage.py create_tenant``).
+WITH_THE_TENANT = "create_tenant"
+
 
 def api_key_list(*, tenant: Tenant, limit: int) -> list[ApiKey]:
     """The tenant's keys of both modes, newest first, each with the key that replaced it."""
     return list(ApiKey.objects.filter(tenant=tenant).select_related("replaced_by")
                 .order_by("-created_at", "-id")[:limit])
+
+
+def api_key_issued(*, tenant: Tenant) -> bool:
+    """Whether someone issued the tenant a key of their own (in the dashboard, with
+    ``create_api_key``, by a rotation), beyond the default keys it was created with."""
+    return ApiKey.objects.filter(tenant=tenant).exclude(created_by=WITH_THE_TENANT).exists()
 
 
 def api_key_get(*, tenant: Tenant, key_id: uuid.UUID) -> ApiKey | None:

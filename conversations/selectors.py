@@ -83,6 +83,11 @@ def conversation_queue(
     return queryset.select_related("lead", "assigned_to").order_by("-last_message_at", "-id")
 
 
+def conversation_any(*, tenant: Tenant) -> bool:
+    """Whether the tenant has had a conversation, in either mode."""
+    return Conversation.objects.filter(tenant=tenant).exists()
+
+
 def conversation_count(*, tenant: Tenant, livemode: bool, statuses: Collection[str] | None = None,
                        assignee: User | None = None) -> int:
     """How many conversations ``conversation_queue`` would list with these filters."""

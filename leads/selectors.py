@@ -28,7 +28,7 @@ from tenants.models import Tenant
 from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
 from .presenters import COLUMNS, TIMESTAMPS
 from .text import custom_fields_text
-from .vocabulary import stored_for_v1_filter
+from .vocabulary import stored_for_v1_filter, v1_status
 
 SORT_COLUMNS = {"createdAt": "created_at", "updatedAt": "updated_at", "score": "score"}
 # From this offset on, a page starts its index scan at the right creation day, update day or
@@ -47,6 +47,7 @@ class LeadFilters:
     """The v1 list filters. Days are UTC and inclusive at both ends."""
 
     status: str | None = None  # a v1 status word
+    stored_status: str | None = None  # one stored status (the staff dashboard's filter)
     source: str | None = None
     created_from: date | None = None
     created_to: date | None = None
@@ -91,6 +92,10 @@ def _lead_where(tenant: Tenant, livemode: bool, filters: LeadFilters) -> tuple[l
     if filters.status:
         where.append('"v1_status" = %s')
         params.append(filters.status)
+    if filters.stored_status:
+        # The v1 word too, so that the page reads the status index in order.
+        where += ['"v1_status" = %s', '"status" = %s']
+        params += [v1_status(filters.stored_status), filters.stored_status]
     if filters.source:
         where.append('"source" = %s')
         params.append(filters.source)
@@ -111,6 +116,9 @@ def _count_where(tenant: Tenant, livemode: bool, filters: LeadFilters) -> tuple[
         statuses = stored_for_v1_filter(filters.status)
         where.append(f'"status" IN ({", ".join(["%s"] * len(statuses))})')
         params += statuses
+    if filters.stored_status:
+        where.append('"status" = %s')
+        params.append(filters.stored_status)
     if filters.source:
         where.append('"source" = %s')
         params.append(filters.source)
@@ -256,6 +264,7 @@ def lead_search(
     q: str,
     fields: tuple[str, ...] = V1_SEARCH_FIELDS,
     status: str | None = None,
+    stored_status: str | None = None,
     source: str | None = None,
     order_by: tuple[str, ...] = ("-last_active_at", "-id"),
     columns: tuple[str, ...] = SEARCH_COLUMNS,
@@ -263,7 +272,7 @@ def lead_search(
     limit: int = 25,
 ) -> Page:
     """Leads with ``q`` in any of ``fields`` (case-insensitive substring), one page; only those
-    in ``status`` (a v1 word) and from ``source`` when given.
+    in ``status`` (a v1 word) or ``stored_status``, and from ``source``, when given.
 
     One statement: a materialized CTE collects the matches once (on PostgreSQL through the
     trigram indexes of migration 0002), holding only their ids and sort keys; the total is
@@ -272,7 +281,8 @@ def lead_search(
     itself a sort of the matches. A page past the end costs a second query for the total. Rows
     carry ``match_field`` (see ``match_field``).
     """
-    matching = _search_matches(leads, q=q, fields=fields, status=status, source=source)
+    matching = _search_matches(leads, q=q, fields=fields, status=status, source=source,
+                               stored_status=stored_status)
     offset = (page - 1) * limit
     sql, params = _search_sql(matching, order_by=order_by, columns=columns)
     rows = _search_rows(sql, [*params, limit, offset], q=q)
@@ -286,16 +296,13 @@ def lead_search(
 
 
 def _search_matches(leads: QuerySet[Lead], *, q: str, fields: tuple[str, ...],
-                    status: str | None, source: str | None) -> QuerySet[Lead]:
+                    status: str | None, source: str | None,
+                    stored_status: str | None = None) -> QuerySet[Lead]:
     condition = Q()
     for field in fields:
         condition |= Q(**{f"{field}__icontains": q})
-    matching = leads.filter(condition)
-    if status:
-        matching = matching.filter(v1_status=status)
-    if source:
-        matching = matching.filter(source=source)
-    return matching
+    filters = {"v1_status": status, "status": stored_status, "source": source}
+    return leads.filter(condition, **{field: value for field, value in filters.items() if value})
 
 
 def _search_sql(matching: QuerySet[Lead], *, order_by: tuple[str, ...],
@@ -369,22 +376,23 @@ def lead_find(
     tenant: Tenant,
     livemode: bool,
     q: str = "",
-    status: str | None = None,
+    stored_status: str | None = None,
     source: str | None = None,
     page: int = 1,
     limit: int = 25,
 ) -> Page:
     """The tenant's leads in this mode, newest first, one page of ``COLUMNS`` rows: a search of
-    name, email, company and custom fields when ``q`` is given, else the list. The v1
-    ``status`` and the ``source`` filter the query itself, so pages are full and the total
-    counts only the matching leads."""
+    name, email, company and custom fields when ``q`` is given, else the list (the staff
+    dashboard's). ``stored_status`` (one stored status, not a surface's word) and ``source``
+    filter the query itself, so pages are full and the total counts only the matching leads."""
     q = q.strip()
     if not q:
         return lead_list(tenant=tenant, livemode=livemode,
-                         filters=LeadFilters(status=status, source=source), page=page, limit=limit)
+                         filters=LeadFilters(stored_status=stored_status, source=source),
+                         page=page, limit=limit)
     return lead_search(leads=Lead.objects.filter(tenant=tenant, livemode=livemode), q=q,
-                       fields=V1_SEARCH_FIELDS, status=status, source=source, columns=COLUMNS,
-                       order_by=("-created_at", "-id"), page=page, limit=limit)
+                       fields=V1_SEARCH_FIELDS, stored_status=stored_status, source=source,
+                       columns=COLUMNS, order_by=("-created_at", "-id"), page=page, limit=limit)
 
 
 def lead_get(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID) -> Lead | None:

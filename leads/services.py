@@ -117,9 +117,12 @@ def lead_update(
     changes: LeadChanges,
     qualification_reason: str | None = None,
     touch_activity: bool = True,
+    score_reasons: list[dict[str, Any]] | None = None,
 ) -> Lead:
     """Changes the fields present in ``changes``; ``updated_at`` (and, unless told otherwise,
-    ``last_active_at``) advance even when no value differs.
+    ``last_active_at``) advance even when no value differs. ``score_reasons`` (``{signal,
+    points, reason}`` each) say why a new score is what it is; ``lead.updated`` keeps them when
+    the score changed, for the lead's history in the dashboard.
 
     Emits ``lead.updated`` with the fields that changed and their previous values (each
     surface shows what it can see of them), ``lead.qualified`` or ``lead.converted`` (with
@@ -136,7 +139,8 @@ def lead_update(
         _refuse_taken_email(current, cleaned["email"])
     before = lead_facts(current)
     _apply(current, {field: cleaned[field] for field in changed}, touch_activity=touch_activity)
-    _emit_update(current, before=before, changed=changed, reason=qualification_reason)
+    _emit_update(current, before=before, changed=changed, reason=qualification_reason,
+                 score_reasons=score_reasons)
     return current
 
 
@@ -170,15 +174,17 @@ def _refuse_taken_email(lead: Lead, email: str) -> None:
 
 
 def _emit_update(lead: Lead, *, before: dict[str, Any], changed: list[str],
-                 reason: str | None) -> None:
+                 reason: str | None, score_reasons: list[dict[str, Any]] | None) -> None:
     """lead.updated, and what the changes amount to: a status reached, a score moved."""
     after = lead_facts(lead)
     previous = {field: before[field] for field in changed}
     previous.update(updated_at=before["updated_at"], last_active_at=before["last_active_at"])
     shown = ", ".join(V1_FIELD[field] for field in changed) or "no field changed"
+    facts: dict[str, Any] = {"lead": after, "previous": previous}
+    if "score" in changed and score_reasons is not None:
+        facts["score_reasons"] = score_reasons
     emit(EventType.LEAD_UPDATED, tenant_id=lead.tenant_id, livemode=lead.livemode,
-         lead_id=lead.pk, description=f"Lead {lead.email} updated: {shown}",
-         facts={"lead": after, "previous": previous})
+         lead_id=lead.pk, description=f"Lead {lead.email} updated: {shown}", facts=facts)
     if "status" in changed:
         _emit_status_change(lead, after, previous_status=before["status"], reason=reason)
     if "score" in changed and abs(after["score"] - before["score"]) >= SCORE_CHANGE_THRESHOLD:

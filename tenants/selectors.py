@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -65,6 +66,16 @@ def tenant_by_reference(ref: str) -> Tenant | None:
     except ValidationError:
         found = None
     return found or Tenant.objects.filter(public_id=ref).first()
+
+
+def tenant_user_names(*, tenant: Tenant, user_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The display name of each of ``user_ids`` that is a member of the tenant's staff, active
+    or not (a history names people who have since left), in one query."""
+    if not user_ids:
+        return {}
+    return {user.pk: user.display_name
+            for user in User.objects.filter(tenant=tenant, pk__in=list(user_ids))
+            .only("id", "username", "first_name", "last_name")}
 
 
 def tenant_user_get(*, tenant: Tenant, user_id: uuid.UUID) -> User | None:

@@ -22,6 +22,13 @@ def legacy_webhook_list(*, tenant: Tenant, livemode: bool = True) -> QuerySet[Le
     return LegacyWebhook.objects.filter(tenant=tenant, livemode=livemode).order_by("-created_at", "-id")
 
 
+def webhook_added(*, tenant: Tenant) -> bool:
+    """Whether the tenant has a webhook of either kind (a v1 subscription of either mode, or a
+    legacy webhook), active or not."""
+    return (Subscription.objects.filter(tenant=tenant).exists()
+            or LegacyWebhook.objects.filter(tenant=tenant).exists())
+
+
 def with_attempts(deliveries: QuerySet[Delivery]) -> QuerySet[Delivery]:
     """Deliveries ready to present: their event joined, their attempts in one more query."""
     return deliveries.select_related("event").prefetch_related(_ATTEMPTS)

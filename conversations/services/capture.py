@@ -121,7 +121,8 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
     except IntegrityError:  # someone else took the slot a moment ago
         return offer_slots(conversation, plan, now=now, unavailable=True)
     if lead.status not in ("booked", "converted"):
-        conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
+        conversation.lead = lead_update(lead=lead, changes={"status": "booked"},
+                                        qualification_reason="A meeting was booked")
     conversation.offered_slots = []
     return replace(plan, booked_slot=slot, meeting_id=meeting.pk,
                    confirmation_email=confirmation_will_be_sent(lead.email))

@@ -333,7 +333,8 @@ def _score(turn: _Turn) -> None:
         return
     changes = _lead_changes(lead, score=result.value, intent=turn.analysis.intent)
     if changes:
-        lead = lead_update(lead=lead, changes=changes, touch_activity=True)
+        lead = lead_update(lead=lead, changes=changes, touch_activity=True,
+                           score_reasons=result.reasons)
     reason = scoring.qualifies(result, turn.contact, min_score=tenant.qualification_min_score,
                                min_bant=tenant.qualification_min_bant)
     if reason and lead.status in OPEN_LEAD_STATUSES:

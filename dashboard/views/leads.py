@@ -20,19 +20,22 @@ from conversations.models import MeetingStatus
 from conversations.services import meetings as meeting_services
 from leads import selectors as lead_selectors
 from leads import services as lead_services
-from leads.vocabulary import V1_STATUSES, LeadSource, LeadStatus
+from leads.vocabulary import LeadSource, LeadStatus
+from tenants import selectors as tenant_selectors
 
 from ..auth import dashboard_view
+from ..history import HISTORY_TYPES, lead_history, people
 from .common import PAGE_SIZE, attempt, query_without_page
 
 STATUS_LABELS = dict(LeadStatus.choices)
 RESCHEDULE_CHOICES = 5
+HISTORY_EVENTS = 50  # the newest events shown in a lead's history
 
 
 class LeadFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
-    status = forms.ChoiceField(required=False, choices=[("", "Any status")] +
-                               [(s, s.capitalize()) for s in V1_STATUSES])
+    # Staff see the stored statuses (each with its label), not one surface's vocabulary.
+    status = forms.ChoiceField(required=False, choices=[("", "Any status")] + LeadStatus.choices)
     source = forms.ChoiceField(required=False, choices=[("", "Any source")] + LeadSource.choices)
 
 
@@ -66,7 +69,8 @@ def lead_index(request: HttpRequest) -> HttpResponse:
     form = LeadFilterForm(request.GET or None)
     data = form.cleaned_data if form.is_valid() else {}
     page = request.actor.read(lead_selectors.lead_find, q=data.get("q") or "",
-                              status=data.get("status") or None, source=data.get("source") or None,
+                              stored_status=data.get("status") or None,
+                              source=data.get("source") or None,
                               page=_page_number(request), limit=PAGE_SIZE)
     for row in page.items:
         row["status_label"] = STATUS_LABELS[row["status"]]
@@ -95,9 +99,19 @@ def lead_detail(request: HttpRequest, lead_id: str) -> HttpResponse:
         "meetings": _with_calendar_writes(actor, meetings),
         "free_slots": _free_slots(actor, meetings),
         "emails": actor.read(conversation_selectors.lead_emails, lead_id=lead.pk, limit=20),
-        "events": actor.read(analytics_selectors.lead_events, lead_id=lead.pk, limit=25),
+        **_history(actor, lead),
         "section": "leads",
     })
+
+
+def _history(actor, lead) -> dict:
+    """The lead's history, newest first, in two queries: its events and the staff they name."""
+    events = actor.read(analytics_selectors.lead_events, lead_id=lead.pk, types=HISTORY_TYPES,
+                        limit=HISTORY_EVENTS)
+    names = actor.read(tenant_selectors.tenant_user_names, both_modes=True,
+                       user_ids=people(events))
+    return {"history": lead_history(events, names=names),
+            "history_cut": len(events) == HISTORY_EVENTS}
 
 
 def _free_slots(actor, meetings) -> list:
@@ -157,8 +171,11 @@ def lead_set_status(request: HttpRequest, lead_id: str) -> HttpResponse:
     form = LeadStatusForm(request.POST)
     if form.is_valid():
         status = form.cleaned_data["status"]
-        attempt(request, lambda: lead_services.lead_update(lead=lead, changes={"status": status}),
-                f"Status set to {STATUS_LABELS[status]}.")
+        label = STATUS_LABELS[status]
+        reason = f"Set to {label} by {request.actor.name} in the dashboard"
+        attempt(request, lambda: lead_services.lead_update(
+            lead=lead, changes={"status": status}, qualification_reason=reason),
+            f"Status set to {label}.")
     else:
         messages.error(request, "Choose one of the listed statuses.")
     return redirect("dashboard:lead", lead_id=lead.pk)

@@ -1,5 +1,6 @@
-"""The dashboard's leads list: the source filter is part of the query, so pages are full and the
-total counts only the leads of that source, with or without a search."""
+"""The dashboard's leads list: the source and status filters are part of the query, so pages are
+full and the total counts only the matching leads, with or without a search; the status filter
+offers every stored status by its label."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.timezone import localtime
 
 from leads.models import Lead
+from leads.vocabulary import LeadStatus
 from tests.dashboard.client import signed_in
 from tests.factories import make_lead
 
@@ -44,3 +46,23 @@ def test_the_source_filter_fills_pages_and_counts_only_that_source(manager, sixt
     imported = client.get(f"/dashboard/leads/?{search}source=import").content.decode()
     assert rows(imported) == 20 and "20 in all" in imported and ">form<" not in imported
     assert "Page 1 of" not in imported  # one page: no pager
+
+
+@pytest.mark.parametrize("search", ["", "q=initech&"], ids=["list", "search"])
+def test_the_status_filter_offers_and_finds_every_stored_status(manager, kit, search,
+                                                                django_assert_max_num_queries):
+    # Two leads of each stored status, one of them in test mode (never shown on live data).
+    for status in LeadStatus.values:
+        make_lead(kit, email=f"{status}@initech.example", company="Initech", status=status)
+        make_lead(kit, mode="test", email=f"{status}.test@initech.example", company="Initech",
+                  status=status)
+    client = signed_in(manager)
+    form = client.get("/dashboard/leads/").content.decode()
+    for status, label in LeadStatus.choices:
+        assert f'<option value="{status}">{label}</option>' in form
+    for status, label in LeadStatus.choices:
+        with django_assert_max_num_queries(8):
+            page = client.get(f"/dashboard/leads/?{search}status={status}").content.decode()
+        assert rows(page) == 1 and "1 in all" in page, status
+        assert f"{status}@initech.example" in page and f'<span class="pill {status}">{label}<' in page
+        assert f'<option value="{status}" selected>{label}</option>' in page

@@ -101,7 +101,7 @@ def test_leads_search_filter_and_detail_with_score_reasons(api, kit, manager,
     conversation = Conversation.objects.get()
     page = client.get(f"/dashboard/leads/{conversation.lead_id}/").content.decode()
     assert "ann@hooli.com" in page and conversation.score_reasons[0]["reason"] in page
-    assert "lead.qualified" in page  # the lead's history
+    assert "Qualified: Qualifying → Qualified" in page  # the lead's history
 
 
 def test_test_mode_shows_test_data(kit, manager):

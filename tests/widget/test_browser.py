@@ -406,7 +406,6 @@ def test_dashboard_key_generation_rotation_and_early_revocation(stack):
         page.fill("#id_password", REP_PASSWORD)
         page.get_by_role("button", name="Sign in", exact=True).click()
         page.wait_for_url(base + "/dashboard/")
-        screenshot(page, "dashboard-home.png", full_page=True)
         page.goto(base + "/dashboard/leads/")
         screenshot(page, "dashboard-leads.png", full_page=True)
         lead_link = page.locator("table a").first

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from apikeys.models import Scope
+from apikeys.selectors import WITH_THE_TENANT
 from apikeys.services import api_key_create
 from core.cli import as_json
 from core.errors import ServiceError
@@ -17,7 +18,8 @@ def create_tenant_with_keys(*, name: str, plan: str, agent: str) -> dict:
         for mode, livemode in (("live", True), ("test", False)):
             for scope in Scope.values:
                 _, raw = api_key_create(tenant=tenant, name=f"Default {mode} {scope} key",
-                                        scope=scope, livemode=livemode, created_by="create_tenant")
+                                        scope=scope, livemode=livemode,
+                                        created_by=WITH_THE_TENANT)
                 keys[mode][scope] = raw
     return {
         "tenant": {"id": str(tenant.pk), "publicId": tenant.public_id, "name": tenant.name,

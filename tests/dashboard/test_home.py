@@ -1,0 +1,103 @@
+"""The home page's install checklist: a tick per step (allowed origin, widget seen on a site, first
+conversation, an API key created, a webhook added), each open step linking to where it is done,
+read in a fixed number of queries, gone once every step is done; the same in Live and Test."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from config.management.commands.create_tenant import create_tenant_with_keys
+from tenants.models import Tenant
+from tenants.services import user_create
+from tests.dashboard.client import signed_in
+from tests.factories import PASSWORD
+
+STEPS = ["Allowed origin set", "Widget seen on a site", "First conversation", "API key created",
+         "Webhook added"]
+LINKS = {
+    "Allowed origin set": "/dashboard/settings/#origins",
+    "Widget seen on a site": "/dashboard/settings/#widget",
+    "First conversation": "/dashboard/settings/widget/preview/",
+    "API key created": "/dashboard/keys/",
+    "Webhook added": "/dashboard/webhooks/",
+}
+
+
+@pytest.fixture
+def fresh(db, settings):
+    """A tenant as ``manage.py create_tenant`` makes it (its default keys), with a manager and a
+    rep; webhooks may target the test's own machine."""
+    settings.WEBHOOKS_ALLOW_HTTP = True
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
+    made = create_tenant_with_keys(name="Acme", plan="growth", agent="builtin")
+    tenant = Tenant.objects.get(pk=made["tenant"]["id"])
+    manager = user_create(tenant=tenant, email="mia@acme.test", first_name="Mia", role="manager",
+                          password=PASSWORD)
+    rep = user_create(tenant=tenant, email="ray@acme.test", first_name="Ray", password=PASSWORD)
+    return {"tenant": tenant, "keys": made["keys"], "manager": manager, "rep": rep}
+
+
+def checklist(page: str) -> dict[str, str]:
+    """Each step's state as the page shows it: "Done", or the open step's link or note."""
+    section = page.split('id="install"', 1)[1].split("</section>", 1)[0]
+    steps = {}
+    for item in re.findall(r'<li class="(?:done|todo)">(.*?)</li>', section, re.S):
+        label = re.search(r"<strong>(.*?)</strong>", item).group(1)
+        state = re.search(r'aria-label="(Done|To do)"', item).group(1)
+        link = re.search(r'<a class="small" href="([^"]+)">', item)
+        steps[label] = state if state == "Done" else (link.group(1) if link else
+                                                      " ".join(re.sub(r"<[^>]+>", " ", item).split()))
+    return steps
+
+
+def test_each_step_ticks_when_done_and_the_checklist_goes_when_all_are(
+        fresh, api, django_assert_max_num_queries):
+    tenant, client = fresh["tenant"], signed_in(fresh["manager"])
+    client.get("/dashboard/")
+    with django_assert_max_num_queries(14) as first:
+        page = client.get("/dashboard/").content.decode()
+    queries = len(first.captured_queries)
+    assert checklist(page) == LINKS and "0 of 5 done" in page
+
+    def done_now(step: str, count: int) -> None:
+        with django_assert_max_num_queries(queries):
+            page = client.get("/dashboard/").content.decode()
+        if count == len(STEPS):
+            assert 'id="install"' not in page and "Put your sales agent to work" not in page
+            return
+        assert checklist(page)[step] == "Done" and f"{count} of 5 done" in page, step
+        assert [s for s, state in checklist(page).items() if state == "Done"] == STEPS[:count]
+
+    client.post("/dashboard/settings/origins/", {"origins": "https://shop.acme.example"})
+    done_now("Allowed origin set", 1)
+    assert api.get(f"/api/widget?tenant={tenant.public_id}&visitorId=v_1").status_code == 200
+    done_now("Widget seen on a site", 2)
+    r = api.post("/api/v1/chat", json={"message": "Hello", "visitorId": "v_1"},
+                 headers={"Authorization": f"Bearer {fresh['keys']['live']['write']}"})
+    assert r.status_code == 200, r.text
+    done_now("First conversation", 3)
+    client.post("/dashboard/keys/new/", {"name": "CRM sync", "scope": "read", "mode": "live"})
+    done_now("API key created", 4)
+    client.post("/dashboard/webhooks/subscriptions/new/",
+                {"url": "http://127.0.0.1:9/hooks", "events": ["lead.created"]})
+    done_now("Webhook added", 5)
+
+
+def test_a_rep_sees_what_a_manager_does_and_test_mode_shows_the_same(fresh):
+    client = signed_in(fresh["rep"])
+    steps = checklist(client.get("/dashboard/").content.decode())
+    assert steps["First conversation"] == LINKS["First conversation"]  # open to every member
+    for step in ("Allowed origin set", "Widget seen on a site", "API key created", "Webhook added"):
+        assert steps[step] == step + " A manager does this step.", steps[step]
+    client.post("/dashboard/mode/", {"mode": "test"})
+    assert checklist(client.get("/dashboard/").content.decode()) == steps
+
+
+def test_another_tenants_progress_is_not_this_ones(fresh, kit, api):
+    """``kit`` (another tenant) has a conversation, keys and a visit; the fresh tenant has none."""
+    api.get(f"/api/widget?tenant={kit.tenant.public_id}&visitorId=v_2")
+    api.post("/api/v1/chat", json={"message": "Hello", "visitorId": "v_2"}, headers=kit.auth("write"))
+    steps = checklist(signed_in(fresh["manager"]).get("/dashboard/").content.decode())
+    assert steps == LINKS
