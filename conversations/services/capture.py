@@ -92,15 +92,16 @@ def e164(phone: str | None) -> str | None:
 # --- meetings -------------------------------------------------------------------------------
 
 def offer_slots(conversation: Conversation, plan: ReplyPlan, *, now: datetime,
-                unavailable: bool = False) -> ReplyPlan:
-    """The next free slots, remembered so that the visitor's choice can be checked."""
-    offer = scheduling.free_slots(conversation.tenant, conversation.livemode, now=now)
+                view: scheduling.SlotView, unavailable: bool = False) -> ReplyPlan:
+    """The next free slots, labelled for the visitor, remembered so that the visitor's choice
+    can be checked."""
+    offer = scheduling.free_slots(conversation.tenant, conversation.livemode, now=now, view=view)
     conversation.offered_slots = [slot.token for slot in offer]
     return replace(plan, offer_slots=offer, slot_unavailable=unavailable)
 
 
 def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyPlan, *,
-         now: datetime) -> ReplyPlan:
+         now: datetime, view: scheduling.SlotView) -> ReplyPlan:
     """Books the slot the visitor chose, or offers others when it is not (or no longer) free."""
     if lead is None:
         return replace(plan, needs_email=True)
@@ -108,8 +109,8 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
     start = scheduling.parse_token(token)
     if (start is None or not scheduling.is_bookable(tenant, start, now=now)
             or not scheduling.is_free(tenant, start)):  # no rep's calendar is free any more
-        return offer_slots(conversation, plan, now=now, unavailable=True)
-    slot = scheduling.make_slot(tenant, start)
+        return offer_slots(conversation, plan, now=now, view=view, unavailable=True)
+    slot = scheduling.make_slot(tenant, start, view)
     try:
         with transaction.atomic():
             meeting = Meeting.objects.create(
@@ -119,7 +120,7 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
                 created_at=now, updated_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
-        return offer_slots(conversation, plan, now=now, unavailable=True)
+        return offer_slots(conversation, plan, now=now, view=view, unavailable=True)
     if lead.status not in ("booked", "converted"):
         conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
     conversation.offered_slots = []
@@ -140,6 +141,7 @@ def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
     lead = conversation.lead
     emit_conversation_event(
         conversation, EventType.MEETING_BOOKED,
-        f"Meeting booked with {lead.email} for {plan.booked_slot.label}",
+        f"Meeting booked with {lead.email} for "
+        f"{scheduling.make_slot(conversation.tenant, meeting.starts_at).label}",
         lead=lead_facts(lead), meeting=meeting_facts(meeting),
         score_reasons=conversation.score_reasons)

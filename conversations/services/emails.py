@@ -91,7 +91,8 @@ def _meeting(event: Event) -> list[mail.Rendered]:
     rendered = []
     if meeting.lead.email:
         previous = event.facts.get("previous")
-        label = (scheduling.make_slot(meeting.tenant, parse_timestamp(previous["starts_at"])).label
+        label = (scheduling.make_slot(meeting.tenant, parse_timestamp(previous["starts_at"]),
+                                      scheduling.meeting_view(meeting)).label
                  if previous else None)
         rendered.append(mail.visitor_email(meeting, _VISITOR_KIND[event.type],
                                            previous_label=label))
