@@ -20,7 +20,7 @@ from .. import scheduling
 from ..agent.types import Contact, ReplyPlan
 from ..events import emit_conversation_event, meeting_facts
 from ..models import Conversation, Meeting
-from .emails import confirmation_will_be_sent
+from .emails import confirmation_queued
 
 logger = logging.getLogger("salesagent.chat")
 
@@ -124,8 +124,7 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
     if lead.status not in ("booked", "converted"):
         conversation.lead = lead_update(lead=lead, changes={"status": "booked"})
     conversation.offered_slots = []
-    return replace(plan, booked_slot=slot, meeting_id=meeting.pk,
-                   confirmation_email=confirmation_will_be_sent(lead.email))
+    return replace(plan, booked_slot=slot, meeting_id=meeting.pk)
 
 
 def _host(tenant, slot, *, now: datetime):
@@ -135,8 +134,10 @@ def _host(tenant, slot, *, now: datetime):
             or user_next_in_rotation(tenant_id=tenant.pk, now=now, takes_meetings=True))
 
 
-def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
-    """``meeting.booked``, once the lead's score moved, so the event shows the lead as it is."""
+def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> ReplyPlan:
+    """``meeting.booked``, once the lead's score moved, so the event shows the lead as it is;
+    then whether its subscribers queued a confirmation the visitor will receive, which is what
+    the reply may promise (docs/meetings.md, "What the agent promises")."""
     meeting = Meeting.objects.get(pk=plan.meeting_id)
     lead = conversation.lead
     emit_conversation_event(
@@ -145,3 +146,4 @@ def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
         f"{scheduling.make_slot(conversation.tenant, meeting.starts_at).label}",
         lead=lead_facts(lead), meeting=meeting_facts(meeting),
         score_reasons=conversation.score_reasons)
+    return replace(plan, confirmation_email=confirmation_queued(meeting.pk))

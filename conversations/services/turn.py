@@ -299,7 +299,7 @@ def _apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
     _score(turn)
     _notice_high_value(turn)
     if turn.plan.booked_slot:
-        capture.announce_meeting(conversation, turn.plan)
+        turn.plan = capture.announce_meeting(conversation, turn.plan)
     _hand_off_if_asked(turn)
     _follow_up(turn)
     conversation.save()

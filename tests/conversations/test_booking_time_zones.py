@@ -2,7 +2,8 @@
 (docs/conversations.md, "Time zone" and "Booking a slot"): the slots are offered and confirmed
 in the zone of the chat's ``metadata.timezone``, named; the meeting is stored in UTC; a slot is
 taken by the ``metadata`` of its suggested action, the old "Book <token>" text still books, and
-the transcript keeps the visitor's words."""
+the transcript keeps the visitor's words. The agent promises an email only when one is on its
+way to the visitor's mailbox (docs/meetings.md, "What the agent promises")."""
 
 from __future__ import annotations
 
@@ -194,3 +195,36 @@ def test_the_visitors_email_and_links_show_the_time_in_their_zone(api, kit):
     assert page.status_code == 200 and label in page.text
     choices = re.findall(r'value="[^"]+"[^>]*> ([^<]+)</label>', page.text)
     assert choices and all(choice.endswith("(Los Angeles)") for choice in choices)
+
+
+# --- what the agent promises -------------------------------------------------------------
+
+
+def _book(api, kit):
+    sid, slots = _offer(api, kit)
+    return take(api, kit, slots[0], session=sid).json()
+
+
+def test_a_delivering_transport_is_promised_the_invitation_it_will_send(api, kit):
+    reply = _book(api, kit)  # the test transport (locmem) stands for a mailbox
+    assert reply["content"].endswith("You'll receive a confirmation by email.")
+    assert OutboundEmail.objects.filter(kind=EmailKind.MEETING_INVITATION).count() == 1
+
+
+@pytest.mark.parametrize("backend", ["core.mail.EmlFileBackend",
+                                     "django.core.mail.backends.console.EmailBackend"])
+def test_a_transport_that_keeps_the_email_promises_nothing(api, kit, settings, tmp_path,
+                                                           backend):
+    # The embedded default writes emails to var/mail/, console:// prints them: the invitation
+    # is queued (the dashboard lists it) but no visitor's mailbox will see it.
+    settings.EMAIL_BACKEND, settings.EMAIL_FILE_PATH = backend, str(tmp_path)
+    reply = _book(api, kit)
+    token = Meeting.objects.get().starts_at.strftime("%Y-%m-%dT%H:%MZ")
+    assert reply["content"] == f"You're booked for {_label(token, 'UTC', 'UTC')}."
+    assert OutboundEmail.objects.filter(kind=EmailKind.MEETING_INVITATION).count() == 1
+
+
+def test_email_off_queues_nothing_and_promises_nothing(api, kit, settings):
+    settings.EMAIL_ENABLED = False
+    reply = _book(api, kit)
+    assert "email" not in reply["content"] and not OutboundEmail.objects.exists()
