@@ -64,7 +64,8 @@ eval: migrate
 # docs/screenshots/*.png again: the browser tests write them only when SCREENSHOTS=1.
 screenshots: install
 	SCREENSHOTS=1 $(BIN)/python -m pytest tests/widget/test_browser.py tests/dashboard/test_browser.py \
-		tests/dashboard/test_browser_meetings.py tests/calendars/test_browser.py $(PYTEST_ARGS)
+		tests/dashboard/test_browser_meetings.py tests/calendars/test_browser.py \
+		tests/widget/test_handoff_notices.py $(PYTEST_ARGS)
 
 # Style, and no function above cyclomatic complexity 10 (radon prints nothing).
 lint: install
