@@ -63,7 +63,7 @@ eval: migrate
 
 # docs/screenshots/*.png again: the browser tests (tests/*/test_browser*.py) write them only when
 # SCREENSHOTS=1.
-BROWSER_TESTS = $(sort $(wildcard tests/*/test_browser*.py))
+BROWSER_TESTS = $(sort $(wildcard tests/*/test_browser*.py) tests/widget/test_handoff_notices.py)
 screenshots: install
 	SCREENSHOTS=1 $(BIN)/python -m pytest $(BROWSER_TESTS) $(PYTEST_ARGS)
 

@@ -31,6 +31,7 @@ def conversation_facts(conversation: Conversation) -> dict[str, Any]:
         "status": conversation.status,
         "lead_id": _str(conversation.lead_id),
         "assigned_to_id": _str(conversation.assigned_to_id),
+        "joined_at": stored_timestamp(conversation.joined_at) if conversation.joined_at else None,
         "message_count": conversation.message_count,
         "subject": conversation.subject,
         "summary": conversation.summary,

@@ -23,6 +23,7 @@ from core.models import Event, EventType
 from core.timestamps import format_timestamp, parse_timestamp
 from tenants.models import User
 
+from .agent.phrases import phrase
 from .models import Conversation, ConversationStatus, Message
 
 logger = logging.getLogger("salesagent.live")
@@ -47,8 +48,28 @@ def _message(*, id: Any, role: str, content: str, author: str | None, created_at
             "author": {"name": author} if author else None, "createdAt": created_at}
 
 
-def _status(status: str, agent: str | None) -> dict[str, Any]:
-    return {"status": status, "agent": {"name": agent} if agent else None}
+def _status(status: str, agent: User | None, *, joined: bool, language: str, hours: str
+            ) -> dict[str, Any]:
+    return {"status": status,
+            "agent": {"name": agent.display_name, "joined": joined} if agent is not None else None,
+            "notice": handoff_notice(status, agent, joined=joined, language=language, hours=hours)}
+
+
+def handoff_notice(status: str, agent: User | None, *, joined: bool, language: str, hours: str
+                   ) -> str | None:
+    """What the visitor is told while a person has the conversation: who will reply and roughly
+    when (the tenant's business hours), until that person takes it over or first replies, then
+    that they joined. Derived from the stored state alone, so a reload shows it again."""
+    if status != ConversationStatus.HANDED_OFF:
+        return None
+    name = (agent.first_name or agent.display_name) if agent is not None else None
+    if name and joined:
+        return phrase(language, "notice_joined", name=name)
+    when = (phrase(language, "notice_within_hours", hours=hours) if hours
+            else phrase(language, "notice_shortly"))
+    if name:
+        return phrase(language, "notice_will_reply", name=name, when=when)
+    return phrase(language, "notice_someone_will_reply", when=when)
 
 
 def message_payload(message: Message) -> dict[str, Any]:
@@ -59,23 +80,43 @@ def message_payload(message: Message) -> dict[str, Any]:
 
 
 def status_payload(conversation: Conversation) -> dict[str, Any]:
+    """The conversation's status as the live streams show it (``tenant`` and ``assigned_to``
+    loaded with it)."""
     agent = conversation.assigned_to if conversation.assigned_to_id else None
-    return _status(conversation.status, agent.display_name if agent is not None else None)
+    return _status(conversation.status, agent, joined=conversation.joined_at is not None,
+                   language=conversation.language, hours=conversation.tenant.business_hours)
+
+
+def _person(user_id: str | None) -> User | None:
+    return User.objects.filter(pk=user_id).first() if user_id else None
 
 
 def _name_of(user_id: str | None) -> str | None:
-    user = User.objects.filter(pk=user_id).first() if user_id else None
+    user = _person(user_id)
     return user.display_name if user is not None else None
+
+
+def _status_of(event: Event) -> dict[str, Any]:
+    """The status an event records, in the conversation's language and with the tenant's
+    business hours as they are now."""
+    conversation = event.facts["conversation"]
+    language, hours = (Conversation.objects.filter(pk=event.conversation_id)
+                       .values_list("language", "tenant__business_hours").first() or ("", ""))
+    return _status(conversation["status"], _person(conversation["assigned_to_id"]),
+                   joined=conversation.get("joined_at") is not None, language=language,
+                   hours=hours)
 
 
 def push(event: Event) -> None:
     """After-commit subscriber of ``PUSHED_EVENTS``: tells the conversation's open streams."""
     conversation = event.facts["conversation"]
     if event.type not in (EventType.MESSAGE_RECEIVED, EventType.MESSAGE_SENT):
-        _send(event.conversation_id, "status",
-              _status(conversation["status"], _name_of(conversation["assigned_to_id"])))
+        _send(event.conversation_id, "status", _status_of(event))
         return
     message = event.facts["message"]
+    if message["author_id"] and conversation.get("joined_at") == message["created_at"]:
+        # The person joins with this first reply: the visitor is told before reading it.
+        _send(event.conversation_id, "status", _status_of(event))
     # A person's reply reaches the visitor, a visitor's message the person who has the
     # conversation; the agent's own replies travel in the chat responses.
     if (message["author_id"] if event.type == EventType.MESSAGE_SENT

@@ -73,7 +73,8 @@ def visitor_email(meeting: Meeting, kind: str, *, previous_label: str | None = N
     """The confirmation, the update or the cancellation, with its ``.ics`` (REQUEST, or CANCEL
     for a cancellation) and, while the meeting stands, the reschedule and cancel links."""
     tenant, lead = meeting.tenant, meeting.lead
-    label = scheduling.make_slot(tenant, meeting.starts_at).label
+    # In the visitor's time zone, as the chat offered it (the .ics carries UTC).
+    label = scheduling.make_slot(tenant, meeting.starts_at, scheduling.meeting_view(meeting)).label
     method = "CANCEL" if kind == EmailKind.MEETING_CANCELLATION else "REQUEST"
     context = {
         "meeting": meeting, "lead": lead, "when": label, "previous_when": previous_label,

@@ -64,6 +64,9 @@ class Conversation(models.Model):
     language = models.CharField(max_length=8, blank=True)
     assigned_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                     on_delete=models.SET_NULL, related_name="conversations")
+    # When ``assigned_to`` joined: took the conversation over, or first replied. Until then the
+    # visitor is told who will reply, not that someone has joined (docs/conversations.md).
+    joined_at = models.DateTimeField(null=True, blank=True)
     handoff = models.JSONField(null=True, blank=True)  # {reason, priority, suggestedTeam, context}
     metadata = models.JSONField(default=dict, blank=True)  # userAgent, referrer, landingPage, ...
     offered_slots = models.JSONField(default=list, blank=True)  # slot tokens last offered

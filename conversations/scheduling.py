@@ -9,6 +9,8 @@ booking path never waits on a calendar server inside a transaction (docs/calenda
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -74,12 +76,95 @@ def _days(tenant: Tenant) -> set[int]:
     return set(tenant.meeting_days or [0, 1, 2, 3, 4])
 
 
-def make_slot(tenant: Tenant, start: datetime) -> Slot:
-    zone = _zone(tenant)
-    local = start.astimezone(zone)
-    label = f"{local:%a %d %b, %H:%M} {local.tzname()}"
-    return Slot(start=start.astimezone(UTC), end=start.astimezone(UTC)
-                + timedelta(minutes=tenant.meeting_minutes), label=label)
+# --- how a visitor reads a slot ---------------------------------------------------------------
+
+# An IANA name: letters, digits, "_", "+", "-" in "/"-separated parts ("America/Los_Angeles",
+# "Etc/GMT+5"); nothing that could be a path or hold a NUL.
+_ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+){0,2}")
+_MAX_ZONE_NAME = 64
+
+
+def visitor_zone(name: Any) -> str | None:
+    """``name`` if it is an IANA time zone of the tz database, else None (docs/conversations.md,
+    "Time zone"): whatever a client sends, an unknown zone is ignored, never an error."""
+    if not isinstance(name, str) or len(name) > _MAX_ZONE_NAME or not _ZONE_NAME.fullmatch(name):
+        return None
+    try:
+        return ZoneInfo(name).key
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+
+
+@dataclass(frozen=True)
+class SlotView:
+    """How a visitor reads the slots: in their time zone, with the day and month in their
+    language (the agent's four; another reads English)."""
+
+    zone: ZoneInfo
+    language: str = "en"
+
+
+def view_for(tenant: Tenant, zone_name: str | None, language: str) -> SlotView:
+    """The visitor's zone when the conversation knows a valid one, else the tenant's."""
+    known = visitor_zone(zone_name)
+    return SlotView(zone=ZoneInfo(known) if known else _zone(tenant), language=language)
+
+
+def meeting_view(meeting: Meeting) -> SlotView:
+    """How the visitor of ``meeting`` reads its time: in the zone of the chat that booked it,
+    in English as the emails and the pages of its links are written."""
+    conversation = meeting.conversation
+    zone = (conversation.metadata or {}).get("timezone") if conversation is not None else None
+    return view_for(meeting.tenant, zone, "en")
+
+
+# Short day and month names, Monday and January first.
+_DAYS = {
+    "en": ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
+    "de": ("Mo.", "Di.", "Mi.", "Do.", "Fr.", "Sa.", "So."),
+    "fr": ("lun.", "mar.", "mer.", "jeu.", "ven.", "sam.", "dim."),
+    "es": ("lun", "mar", "mié", "jue", "vie", "sáb", "dom"),
+}
+_MONTHS = {
+    "en": ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+    "de": ("Jan.", "Feb.", "März", "Apr.", "Mai", "Juni", "Juli", "Aug.", "Sept.", "Okt.",
+           "Nov.", "Dez."),
+    "fr": ("janv.", "févr.", "mars", "avr.", "mai", "juin", "juil.", "août", "sept.", "oct.",
+           "nov.", "déc."),
+    "es": ("ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sept", "oct", "nov", "dic"),
+}
+_DATE = {"en": "{day} {d} {month}", "de": "{day} {d}. {month}", "fr": "{day} {d} {month}",
+         "es": "{day} {d} {month}"}
+
+
+def zone_label(zone: ZoneInfo) -> str:
+    """The zone as a visitor recognises it: its city ("Paris", "Los Angeles"), or the whole
+    name when it has none ("UTC", "Etc/GMT+5")."""
+    area, _, city = zone.key.rpartition("/")
+    if not area or area == "Etc":
+        return zone.key
+    return city.replace("_", " ")
+
+
+def slot_label(start: datetime, view: SlotView) -> str:
+    """"Tue 24 Nov, 10:00 (Paris)": the day, the time in the visitor's zone, and that zone."""
+    local = start.astimezone(view.zone)
+    language = view.language if view.language in _DAYS else "en"
+    date = _DATE[language].format(day=_DAYS[language][local.weekday()], d=local.day,
+                                  month=_MONTHS[language][local.month - 1])
+    return f"{date}, {local:%H:%M} ({zone_label(view.zone)})"
+
+
+def make_slot(tenant: Tenant, start: datetime, view: SlotView | None = None) -> Slot:
+    """The slot starting at ``start``, labelled for ``view`` (a visitor), or without one in
+    the tenant's zone with its abbreviation ("Tue 24 Nov, 10:00 CET"), as the staff read it."""
+    utc = start.astimezone(UTC)
+    if view is None:
+        local = start.astimezone(_zone(tenant))
+        label = f"{local:%a %d %b, %H:%M} {local.tzname()}"
+    else:
+        label = slot_label(start, view)
+    return Slot(start=utc, end=utc + timedelta(minutes=tenant.meeting_minutes), label=label)
 
 
 def is_bookable(tenant: Tenant, start: datetime, *, now: datetime) -> bool:
@@ -111,13 +196,15 @@ def is_free(tenant: Tenant, start: datetime) -> bool:
     return free is None or start in free
 
 
-def free_slots(tenant: Tenant, livemode: bool, *, now: datetime, count: int = 3) -> list[Slot]:
-    """The next ``count`` free slots, at most one per day so the choice spans several days."""
+def free_slots(tenant: Tenant, livemode: bool, *, now: datetime, count: int = 3,
+               view: SlotView | None = None) -> list[Slot]:
+    """The next ``count`` free slots, at most one per day so the choice spans several days;
+    labelled for ``view`` (``make_slot``)."""
     taken = booked_starts(tenant, livemode, since=now)
     days = [[s for s in starts if s not in taken] for starts in _bookable_days(tenant, now)]
     free = calendar_free(tenant, [s for starts in days for s in starts])
     firsts = [_first_free(starts, free) for starts in days]
-    return [make_slot(tenant, start) for start in firsts if start][:count]
+    return [make_slot(tenant, start, view) for start in firsts if start][:count]
 
 
 def _first_free(starts: list[datetime], free: set[datetime] | None) -> datetime | None:

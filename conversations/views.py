@@ -43,13 +43,13 @@ def meeting_link(request: HttpRequest, token: str) -> HttpResponse:
                                       "change your meeting.")
     except links.LinkInvalid:
         return _problem(request, 404, "This link is not valid.")
-    meeting = (Meeting.objects.select_related("tenant", "lead", "host")
+    meeting = (Meeting.objects.select_related("tenant", "lead", "host", "conversation")
                .filter(pk=link.meeting_id).first())
     if meeting is None:
         return _problem(request, 404, "This meeting no longer exists.")
     now = timezone.now()
     context = {"meeting": meeting, "tenant": meeting.tenant, "action": link.action,
-               "when": scheduling.make_slot(meeting.tenant, meeting.starts_at).label}
+               "when": _when(meeting)}
     if meeting.status != MeetingStatus.SCHEDULED or meeting.starts_at <= now:
         return _page(request, {**context, "closed": True})
     if request.method == "GET":
@@ -61,7 +61,14 @@ def _choices(meeting: Meeting, now) -> dict:
     if meeting.status != MeetingStatus.SCHEDULED:
         return {}
     return {"slots": scheduling.free_slots(meeting.tenant, meeting.livemode, now=now,
-                                           count=RESCHEDULE_CHOICES)}
+                                           count=RESCHEDULE_CHOICES,
+                                           view=scheduling.meeting_view(meeting))}
+
+
+def _when(meeting: Meeting) -> str:
+    """The meeting's time as its visitor reads it: in the zone of the chat that booked it."""
+    return scheduling.make_slot(meeting.tenant, meeting.starts_at,
+                                scheduling.meeting_view(meeting)).label
 
 
 def _act(request: HttpRequest, action: str, meeting: Meeting, context: dict, now) -> HttpResponse:
@@ -77,5 +84,4 @@ def _act(request: HttpRequest, action: str, meeting: Meeting, context: dict, now
     except ServiceError as exc:
         return _page(request, {**context, **_choices(meeting, now), "problem": exc.message},
                      status=V1_STATUS[exc.kind])
-    return _page(request, {**context, "meeting": meeting, "done": True,
-                           "when": scheduling.make_slot(meeting.tenant, meeting.starts_at).label})
+    return _page(request, {**context, "meeting": meeting, "done": True, "when": _when(meeting)})

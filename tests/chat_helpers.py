@@ -13,6 +13,14 @@ def chat(api, kit, message, *, session=None, visitor="visitor-1", scope="write",
     return api.post("/api/v1/chat", json=body, headers=kit.auth(scope, mode))
 
 
+def take(api, kit, action, *, session, visitor="visitor-1", mode="live", **extra):
+    """Takes a ``reply`` action as a client should: its ``message`` as the message, its
+    ``metadata`` (a slot's ``{slot: token}``) as the request's metadata."""
+    metadata = {**extra.pop("metadata", {}), **action.get("metadata", {})}
+    return chat(api, kit, action["message"], session=session, visitor=visitor, mode=mode,
+                metadata=metadata, **extra)
+
+
 def events(kit, *types, livemode=True):
     qs = Event.objects.filter(tenant=kit.tenant, livemode=livemode).order_by("occurred_at", "id")
     if types:

@@ -39,7 +39,9 @@ class HistoryMessage:
 class Slot:
     start: datetime  # aware, UTC
     end: datetime
-    label: str  # in the tenant's time zone, e.g. "Tue 24 Nov, 10:00 CET"
+    # As the visitor reads it, "Tue 24 Nov, 10:00 (Paris)", or as the staff do, in the tenant's
+    # zone, "Tue 24 Nov, 10:00 CET" (conversations.scheduling.make_slot)
+    label: str
 
     @property
     def token(self) -> str:

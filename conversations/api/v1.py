@@ -49,6 +49,10 @@ class SuggestedActionSerializer(serializers.Serializer):
     label = serializers.CharField()
     url = serializers.CharField(required=False)
     message = serializers.CharField(required=False)
+    metadata = serializers.DictField(
+        required=False,
+        help_text="reply actions: send it as the chat request's metadata with the message. A "
+                  "meeting slot's carries {slot: <token>}, which books that slot.")
 
 
 class HandoffSerializer(serializers.Serializer):
@@ -149,7 +153,13 @@ class ChatRequestSerializer(serializers.Serializer):
     visitorId = serializers.CharField(max_length=200)
     sessionId = serializers.CharField(required=False, allow_null=True, max_length=64)
     stream = serializers.BooleanField(required=False, default=False)
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = serializers.DictField(
+        required=False, default=dict,
+        help_text="Kept on the conversation (userAgent, referrer, landingPage, any other key). "
+                  "timezone: the visitor's IANA time zone (Europe/Paris), remembered for the "
+                  "later turns; slots are offered and confirmed in it (an unknown zone is "
+                  "ignored). slot: a slot token from a reply action's metadata, which books that "
+                  "slot (this message only).")
     language = serializers.CharField(required=False, allow_null=True, max_length=2, min_length=2)
 
     def validate_message(self, value: str) -> str:

@@ -37,8 +37,6 @@ from ..models import Conversation
 from ..services import TurnInput, run_turn, turn_open
 from .cases import CONTACT_FIELDS, Case
 
-BOOK_PREFIX = "Book "  # the message of a slot's suggested action (services/turn.py)
-
 
 @dataclass(frozen=True)
 class Agent:
@@ -124,7 +122,8 @@ def _tenant(case: Case, *, agent: Agent, name: str):
 
 
 def _offers_booking(actions: list[dict[str, Any]], booking_url: str) -> bool:
-    return any((a.get("type") == "reply" and str(a.get("message", "")).startswith(BOOK_PREFIX))
+    # A slot's suggested action carries the slot in its metadata (services/turn.py).
+    return any((a.get("type") == "reply" and bool((a.get("metadata") or {}).get("slot")))
                or (booking_url and a.get("type") == "link" and a.get("url") == booking_url)
                for a in actions)
 

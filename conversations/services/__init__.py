@@ -16,7 +16,12 @@ Services save their rows and emit events (``conversations.events``); what follow
 from .drivers import run_turn, stream_turn
 from .lifecycle import conversation_close, conversation_delete, conversations_expire_idle
 from .meetings import MeetingNotChangeable, meeting_cancel, meeting_reschedule
-from .staff import conversation_assign, conversation_hand_back, conversation_reply_as_human
+from .staff import (
+    conversation_assign,
+    conversation_hand_back,
+    conversation_reply_as_human,
+    conversation_take_over,
+)
 from .turn import (
     OpenedTurn,
     SessionNotFound,
@@ -31,7 +36,8 @@ from .turn import (
 __all__ = [
     "MeetingNotChangeable", "OpenedTurn", "SessionNotFound", "TurnInput", "TurnOutcome",
     "conversation_assign", "conversation_close", "conversation_delete", "conversation_hand_back",
-    "conversation_reply_as_human", "conversations_expire_idle", "meeting_cancel",
+    "conversation_reply_as_human", "conversation_take_over", "conversations_expire_idle",
+    "meeting_cancel",
     "meeting_reschedule", "run_turn", "stream_turn",
     "suggested_actions", "turn_apply", "turn_close", "turn_open",
 ]

@@ -20,7 +20,7 @@ from .. import scheduling
 from ..agent.types import Contact, ReplyPlan
 from ..events import emit_conversation_event, meeting_facts
 from ..models import Conversation, Meeting
-from .emails import confirmation_will_be_sent
+from .emails import confirmation_queued
 
 logger = logging.getLogger("salesagent.chat")
 
@@ -92,15 +92,16 @@ def e164(phone: str | None) -> str | None:
 # --- meetings -------------------------------------------------------------------------------
 
 def offer_slots(conversation: Conversation, plan: ReplyPlan, *, now: datetime,
-                unavailable: bool = False) -> ReplyPlan:
-    """The next free slots, remembered so that the visitor's choice can be checked."""
-    offer = scheduling.free_slots(conversation.tenant, conversation.livemode, now=now)
+                view: scheduling.SlotView, unavailable: bool = False) -> ReplyPlan:
+    """The next free slots, labelled for the visitor, remembered so that the visitor's choice
+    can be checked."""
+    offer = scheduling.free_slots(conversation.tenant, conversation.livemode, now=now, view=view)
     conversation.offered_slots = [slot.token for slot in offer]
     return replace(plan, offer_slots=offer, slot_unavailable=unavailable)
 
 
 def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyPlan, *,
-         now: datetime) -> ReplyPlan:
+         now: datetime, view: scheduling.SlotView) -> ReplyPlan:
     """Books the slot the visitor chose, or offers others when it is not (or no longer) free."""
     if lead is None:
         return replace(plan, needs_email=True)
@@ -108,8 +109,8 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
     start = scheduling.parse_token(token)
     if (start is None or not scheduling.is_bookable(tenant, start, now=now)
             or not scheduling.is_free(tenant, start)):  # no rep's calendar is free any more
-        return offer_slots(conversation, plan, now=now, unavailable=True)
-    slot = scheduling.make_slot(tenant, start)
+        return offer_slots(conversation, plan, now=now, view=view, unavailable=True)
+    slot = scheduling.make_slot(tenant, start, view)
     try:
         with transaction.atomic():
             meeting = Meeting.objects.create(
@@ -119,13 +120,12 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
                 created_at=now, updated_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
-        return offer_slots(conversation, plan, now=now, unavailable=True)
+        return offer_slots(conversation, plan, now=now, view=view, unavailable=True)
     if lead.status not in ("booked", "converted"):
         conversation.lead = lead_update(lead=lead, changes={"status": "booked"},
                                         qualification_reason="A meeting was booked")
     conversation.offered_slots = []
-    return replace(plan, booked_slot=slot, meeting_id=meeting.pk,
-                   confirmation_email=confirmation_will_be_sent(lead.email))
+    return replace(plan, booked_slot=slot, meeting_id=meeting.pk)
 
 
 def _host(tenant, slot, *, now: datetime):
@@ -135,12 +135,16 @@ def _host(tenant, slot, *, now: datetime):
             or user_next_in_rotation(tenant_id=tenant.pk, now=now, takes_meetings=True))
 
 
-def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> None:
-    """``meeting.booked``, once the lead's score moved, so the event shows the lead as it is."""
+def announce_meeting(conversation: Conversation, plan: ReplyPlan) -> ReplyPlan:
+    """``meeting.booked``, once the lead's score moved, so the event shows the lead as it is;
+    then whether its subscribers queued a confirmation the visitor will receive, which is what
+    the reply may promise (docs/meetings.md, "What the agent promises")."""
     meeting = Meeting.objects.get(pk=plan.meeting_id)
     lead = conversation.lead
     emit_conversation_event(
         conversation, EventType.MEETING_BOOKED,
-        f"Meeting booked with {lead.email} for {plan.booked_slot.label}",
+        f"Meeting booked with {lead.email} for "
+        f"{scheduling.make_slot(conversation.tenant, meeting.starts_at).label}",
         lead=lead_facts(lead), meeting=meeting_facts(meeting),
         score_reasons=conversation.score_reasons)
+    return replace(plan, confirmation_email=confirmation_queued(meeting.pk))

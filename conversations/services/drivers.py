@@ -37,7 +37,7 @@ from ..agent.providers import Provider
 from ..agent.providers.base import AnalysisUnusable
 from ..agent.providers.builtin import BuiltinProvider, compose
 from ..agent.types import Analysis, Passage, ReplyPlan, TurnContext
-from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close
+from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close, with_visitor_choice
 
 logger = logging.getLogger("salesagent.chat")
 
@@ -87,7 +87,8 @@ class _Turn:
 
     async def apply(self) -> None:
         """Analysis (the model's, or the rules' when it cannot give one), then the decisions."""
-        self.analysis, self.info["analysis"] = await self._analyze()
+        analysis, self.info["analysis"] = await self._analyze()
+        self.analysis = with_visitor_choice(self.opened, analysis)
         self.plan = await sync_to_async(turn_apply)(opened=self.opened, analysis=self.analysis)
         self.cited = [self.opened.ctx.passages[i] for i in self.analysis.cited]
 

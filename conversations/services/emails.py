@@ -53,9 +53,27 @@ def email_enabled() -> bool:
     return bool(settings.EMAIL_ENABLED)
 
 
-def confirmation_will_be_sent(email: str | None) -> bool:
-    """What the agent may promise at a booking: a confirmation reaches this address."""
-    return email_enabled() and bool(email)
+# Transports that deliver nothing to a mailbox: the embedded default's ``.eml`` folder
+# (``var/mail/``), ``console://``, ``off://``, Django's own file backend.
+KEEPING_BACKENDS = frozenset({
+    "core.mail.EmlFileBackend",
+    "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.dummy.EmailBackend",
+    "django.core.mail.backends.filebased.EmailBackend",
+})
+
+
+def email_delivered() -> bool:
+    """Whether an email sent reaches its recipient's mailbox: the transport is SMTP or a
+    provider's backend, not a folder, the console or nothing."""
+    return email_enabled() and settings.EMAIL_BACKEND not in KEEPING_BACKENDS
+
+
+def confirmation_queued(meeting_id: uuid.UUID) -> bool:
+    """What the agent may promise at a booking: the booking's event queued the visitor's
+    invitation (``emails_for_event``, in this transaction) and the transport delivers it."""
+    return email_delivered() and OutboundEmail.objects.filter(
+        meeting_id=meeting_id, kind=EmailKind.MEETING_INVITATION).exists()
 
 
 # --- the subscriber -------------------------------------------------------------------------
@@ -88,7 +106,8 @@ def _meeting(event: Event) -> list[mail.Rendered]:
     rendered = []
     if meeting.lead.email:
         previous = event.facts.get("previous")
-        label = (scheduling.make_slot(meeting.tenant, parse_timestamp(previous["starts_at"])).label
+        label = (scheduling.make_slot(meeting.tenant, parse_timestamp(previous["starts_at"]),
+                                      scheduling.meeting_view(meeting)).label
                  if previous else None)
         rendered.append(mail.visitor_email(meeting, _VISITOR_KIND[event.type],
                                            previous_label=label))

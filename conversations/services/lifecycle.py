@@ -94,13 +94,15 @@ def conversation_delete(*, conversation: Conversation) -> None:
 
 
 def hand_off(conversation: Conversation, handoff: Handoff, *, now: datetime,
-             assignee: User | None = None) -> None:
+             assignee: User | None = None, joined: bool = False) -> None:
     """Gives the conversation (held by the caller, saved by it) to a person: ``assignee``, or
-    the member of the tenant's staff whose turn it is."""
+    the member of the tenant's staff whose turn it is. ``joined``: the assignee takes it
+    themselves (a take-over), rather than being told to reply."""
     first = conversation.handoff is None
     conversation.status = ConversationStatus.HANDED_OFF
     conversation.assigned_to = assignee or user_next_in_rotation(tenant_id=conversation.tenant_id,
                                                                  now=now)
+    conversation.joined_at = now if joined and assignee is not None else None
     context = {
         "summary": conversation.summary or None,
         "intents": conversation.intents,

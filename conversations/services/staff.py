@@ -1,5 +1,8 @@
 """What the tenant's staff do to a conversation: take it over (or give it to someone), reply
-to the visitor in person, and hand it back to the agent."""
+to the visitor in person, and hand it back to the agent.
+
+The visitor is told that a person "has joined" only when the person it is assigned to takes it
+over or first replies (``Conversation.joined_at``); an assignment alone says who will reply."""
 
 from __future__ import annotations
 
@@ -26,21 +29,37 @@ def _locked(conversation: Conversation) -> Conversation:
 
 @transaction.atomic
 def conversation_assign(*, conversation: Conversation, user: User) -> Conversation:
-    """Gives the conversation to ``user``, a person of its tenant.
+    """Gives the conversation to ``user``, a person of its tenant, who has not joined it yet.
 
     An active conversation is taken over (handed off to that person, with
     ``conversation.handoff``); a handed-off one changes hands; an ended one cannot be assigned.
     """
+    return _assign(conversation, user, joined=False)
+
+
+@transaction.atomic
+def conversation_take_over(*, conversation: Conversation, user: User) -> Conversation:
+    """``user`` takes the conversation themselves (the dashboard's "Take over"): assigned to
+    them as by ``conversation_assign``, and joined at once."""
+    return _assign(conversation, user, joined=True)
+
+
+def _assign(conversation: Conversation, user: User, *, joined: bool) -> Conversation:
     current = _locked(conversation)
     if user.tenant_id != current.tenant_id or not user.is_active:
         raise NotFound("No such member of this tenant's staff.")
     if not current.is_open:
         raise Conflict("This conversation has ended.")
+    now = timezone.now()
     if current.status == ConversationStatus.ACTIVE:
         hand_off(current, Handoff(reason=f"Taken over by {user.display_name}", priority="normal",
-                                  suggested_team="sales"), now=timezone.now(), assignee=user)
+                                  suggested_team="sales"), now=now, assignee=user, joined=joined)
         current.save()
         return current
+    if current.assigned_to_id != user.pk:
+        current.joined_at = None  # a new person has not joined yet
+    if joined and current.joined_at is None:
+        current.joined_at = now
     current.assigned_to = user
     current.save()
     emit_conversation_event(current, EventType.CONVERSATION_ASSIGNED,
@@ -61,6 +80,7 @@ def conversation_hand_back(*, conversation: Conversation) -> Conversation:
         raise Conflict("Only a handed-off conversation can be handed back to the agent.")
     current.status = ConversationStatus.ACTIVE
     current.assigned_to = None
+    current.joined_at = None
     current.save()
     emit_conversation_event(current, EventType.CONVERSATION_HANDED_BACK,
                             "Conversation handed back to the agent")
@@ -85,9 +105,13 @@ def conversation_reply_as_human(*, conversation: Conversation, author: User,
                        "first.")
     if current.assigned_to_id != author.pk:
         raise Conflict("This conversation is assigned to someone else.")
-    message = append_message(current, role=Role.ASSISTANT, content=text, now=timezone.now(),
-                             author=author)
-    current.save(update_fields=["message_count", "last_message_at", "updated_at"])
+    now = timezone.now()
+    message = append_message(current, role=Role.ASSISTANT, content=text, now=now, author=author)
+    fields = ["message_count", "last_message_at", "updated_at"]
+    if current.joined_at is None:  # their first reply: they join the conversation with it
+        current.joined_at = now
+        fields.append("joined_at")
+    current.save(update_fields=fields)
     emit_conversation_event(current, EventType.MESSAGE_SENT,
                             f"Reply by {author.display_name} in conversation {current.pk}",
                             message=message_facts(message))

@@ -34,6 +34,7 @@ from .. import scheduling
 from ..agent import rules, scoring
 from ..agent import summary as builtin_summary
 from ..agent.phrases import SUPPORTED as BUILTIN_LANGUAGES
+from ..agent.phrases import phrase
 from ..agent.types import (
     Analysis,
     Contact,
@@ -94,6 +95,8 @@ class OpenedTurn:
     reply_id: uuid.UUID  # the assistant message's id, known before it is written
     silent: bool  # a person has the conversation: the agent does not answer
     ctx: TurnContext
+    view: scheduling.SlotView  # the visitor's time zone and language, for the slots' labels
+    chosen_slot: str | None = None  # the slot token of the request's ``metadata.slot``
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ class SessionNotFound(NotFound):
 @transaction.atomic
 def turn_open(inp: TurnInput) -> OpenedTurn:
     now = timezone.now()
+    inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
     conversation.save(update_fields=["message_count", "last_message_at", "metadata", "updated_at"])
@@ -121,11 +125,38 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
     silent = conversation.status == ConversationStatus.HANDED_OFF
+    language = (inp.language or detect_language(inp.message) or conversation.language or "en")
+    view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
                       user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
                       reply_id=uuid.uuid4(), silent=silent,
-                      ctx=_context(inp, conversation, message, silent=silent))
+                      ctx=_context(inp, conversation, message, silent=silent, view=view),
+                      view=view, chosen_slot=chosen_slot)
+
+
+def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
+    """The request's metadata as the conversation keeps it, and the slot it chose.
+
+    ``timezone`` is kept only when it is an IANA zone (an unknown one is dropped, so the zone
+    the conversation knows stays); ``slot`` is this message's choice among the offered slots
+    (a suggested action's ``metadata``), not something the conversation keeps.
+    """
+    metadata = dict(inp.metadata)
+    slot = metadata.pop("slot", None)
+    zone = scheduling.visitor_zone(metadata.pop("timezone", None))
+    if zone:
+        metadata["timezone"] = zone
+    chosen = slot if isinstance(slot, str) and scheduling.parse_token(slot) else None
+    return replace(inp, metadata=metadata), chosen
+
+
+def with_visitor_choice(opened: OpenedTurn, analysis: Analysis) -> Analysis:
+    """The analysis, with the slot the visitor took from a suggested action: structured data
+    decides the booking, whatever the words of the message read as."""
+    if opened.chosen_slot is None or opened.silent:
+        return analysis
+    return replace(analysis, intent="booking", confidence=1.0, chosen_slot=opened.chosen_slot)
 
 
 def _session_for(inp: TurnInput, *, now: datetime) -> Conversation:
@@ -155,19 +186,19 @@ def _metadata(inp: TurnInput) -> dict[str, Any]:
 
 
 def _context(inp: TurnInput, conversation: Conversation, message: Message, *,
-             silent: bool) -> TurnContext:
+             silent: bool, view: scheduling.SlotView) -> TurnContext:
     return TurnContext(
         tenant_name=inp.tenant.name,
         message=inp.message,
         history=_history(conversation, message),
-        language=inp.language or detect_language(inp.message) or conversation.language or "en",
+        language=view.language,
         # A person has a silent conversation: the agent neither answers nor offers anything.
         passages=[] if silent else retrieve(tenant=inp.tenant, livemode=inp.livemode,
                                             query=inp.message),
         lead=_lead_snapshot(conversation.lead),
         known_contact=_known_contact(conversation),
         signals=frozenset(conversation.signals),
-        slots=[] if silent else _offered_slots(inp.tenant, conversation),
+        slots=[] if silent else _offered_slots(inp.tenant, conversation, view),
         booking_url=inp.tenant.booking_url,
         meeting_booked=MEETING_BOOKED in conversation.signals,
         facts=_facts(inp.tenant),
@@ -196,10 +227,11 @@ def _lead_snapshot(lead: Lead | None) -> LeadSnapshot | None:
                         status=lead.status, score=lead.score)
 
 
-def _offered_slots(tenant: Tenant, conversation: Conversation) -> list:
+def _offered_slots(tenant: Tenant, conversation: Conversation,
+                   view: scheduling.SlotView) -> list:
     """The slots offered last turn, which the visitor may now choose among."""
     starts = map(scheduling.parse_token, conversation.offered_slots)
-    return [scheduling.make_slot(tenant, start) for start in starts if start]
+    return [scheduling.make_slot(tenant, start, view) for start in starts if start]
 
 
 def _contact(conversation: Conversation) -> Contact:
@@ -231,6 +263,7 @@ class _Turn:
     now: datetime
     asked: set[str]  # what the agent's earlier replies asked for: "email", BANT signals
     offered_contact: bool  # the visitor gave contact details in this message
+    view: scheduling.SlotView
     plan: ReplyPlan = field(default_factory=ReplyPlan)
 
     @property
@@ -253,7 +286,7 @@ def _may_schedule(opened: OpenedTurn, analysis: Analysis) -> bool:
     if opened.silent:
         return False
     wants_slots = analysis.wants_meeting and not opened.tenant.booking_url
-    return wants_slots or bool(analysis.chosen_slot or opened.ctx.slots)
+    return wants_slots or bool(analysis.chosen_slot or opened.chosen_slot or opened.ctx.slots)
 
 
 @transaction.atomic
@@ -261,23 +294,24 @@ def _apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
     conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
                     .get(pk=opened.conversation_id))
     conversation.tenant = opened.tenant
-    turn = _read(conversation, opened.ctx, analysis)
+    turn = _read(conversation, opened, analysis)
     lead, captured = capture.capture_lead(conversation, turn.contact)
     turn.plan = replace(turn.plan, lead_captured=captured)
     _meeting(turn, lead)
     _score(turn)
     _notice_high_value(turn)
     if turn.plan.booked_slot:
-        capture.announce_meeting(conversation, turn.plan)
+        turn.plan = capture.announce_meeting(conversation, turn.plan)
     _hand_off_if_asked(turn)
     _follow_up(turn)
     conversation.save()
     return turn.plan
 
 
-def _read(conversation: Conversation, ctx: TurnContext, analysis: Analysis) -> _Turn:
+def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) -> _Turn:
     """Merges what the provider and the deterministic rules read in the message into the
     conversation: contact details, intents, signals, language."""
+    ctx = opened.ctx
     reading = rules.read(ctx.message)  # the deterministic net under any model
     # Only what the visitor wrote: a model's invented details are no lead's.
     told = rules.said_by_visitor(analysis.contact, "\n".join(
@@ -295,7 +329,8 @@ def _read(conversation: Conversation, ctx: TurnContext, analysis: Analysis) -> _
                  seen=set(conversation.signals) | set(analysis.signals) | set(reading.signals),
                  slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
                  asked=_asked(conversation),
-                 offered_contact=bool(told.as_dict() or reading.contact.as_dict()))
+                 offered_contact=bool(told.as_dict() or reading.contact.as_dict()),
+                 view=opened.view)
 
 
 def _asked(conversation: Conversation) -> set[str]:
@@ -312,13 +347,14 @@ def _meeting(turn: _Turn, lead: Lead | None) -> None:
         return
     conversation = turn.conversation
     if turn.slot_token:
-        turn.plan = capture.book(conversation, lead, turn.slot_token, turn.plan, now=turn.now)
+        turn.plan = capture.book(conversation, lead, turn.slot_token, turn.plan, now=turn.now,
+                                 view=turn.view)
         if turn.plan.booked_slot:
             turn.seen.add(MEETING_BOOKED)
     elif turn.analysis.wants_meeting and conversation.tenant.booking_url:
         turn.plan = replace(turn.plan, booking_url=conversation.tenant.booking_url)
     elif turn.analysis.wants_meeting:
-        turn.plan = capture.offer_slots(conversation, turn.plan, now=turn.now)
+        turn.plan = capture.offer_slots(conversation, turn.plan, now=turn.now, view=turn.view)
 
 
 def _score(turn: _Turn) -> None:
@@ -473,13 +509,17 @@ def _summarize(conversation: Conversation, analysis: Analysis) -> None:
 
 
 def suggested_actions(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan | None,
-                      cited: list[Passage]) -> list[dict[str, str]]:
-    """Follow-ups the widget shows as buttons (``reply``) and links (``link``)."""
+                      cited: list[Passage]) -> list[dict[str, Any]]:
+    """Follow-ups the widget shows as buttons (``reply``) and links (``link``). A slot's button
+    says the visitor's choice in words and carries the slot itself in ``metadata``, which the
+    client sends back with the message (docs/conversations.md, "Booking a slot")."""
     if plan is None or plan.handoff:
         return []
-    actions: list[dict[str, str]] = []
+    actions: list[dict[str, Any]] = []
     for slot in plan.offer_slots:
-        actions.append({"type": "reply", "label": slot.label, "message": f"Book {slot.token}"})
+        actions.append({"type": "reply", "label": slot.label,
+                        "message": phrase(ctx.language, "slot_choice", slot=slot.label),
+                        "metadata": {"slot": slot.token}})
     if plan.booking_url:
         actions.append({"type": "link", "label": "Book a discovery call", "url": plan.booking_url})
     for passage in cited:

@@ -113,7 +113,7 @@ def conversation_take_over(request: HttpRequest, conversation_id: str) -> HttpRe
     if request.actor.user is None:
         messages.error(request, "Only a person can take a conversation over: assign it instead.")
     else:
-        attempt(request, lambda: conversation_services.conversation_assign(
+        attempt(request, lambda: conversation_services.conversation_take_over(
             conversation=conversation, user=request.actor.user),
             "You have the conversation: the agent stays silent until you hand it back.")
     return redirect("dashboard:conversation", conversation_id=conversation.pk)

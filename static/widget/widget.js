@@ -340,7 +340,6 @@
         } else if (name === "message_end") {
           paint();
           actions(data.suggestedActions);
-          if (data.handoff) notice("You're being connected with a person from our " + (data.handoff.suggestedTeam || "sales") + " team. They will reply here.");
           (data.events || []).forEach(function (e) {
             if (!RELAYED[e.type]) return;
             var detail = { tenant: tenant, sessionId: S.sessionId, visitorId: S.visitorId, lead: e.lead };
@@ -378,8 +377,10 @@
     if (data.status === "closed" || data.status === "expired") {
       closeLive();
       if (!quiet) notice("This conversation has ended. Send a message to start a new one.");
-    } else if (!quiet && data.status === "handed_off" && data.agent) {
-      notice(data.agent.name + " from our team has joined the conversation.");
+    } else if (data.notice) {
+      // Who will reply, or who joined: stored state, so a reload (quiet) shows it again; once.
+      var shown = log.querySelectorAll(".notice");
+      if (!shown.length || shown[shown.length - 1].textContent !== data.notice) notice(data.notice);
     } else if (!quiet && data.status === "active" && before === "handed_off") {
       notice("You are chatting with our assistant again.");
     }

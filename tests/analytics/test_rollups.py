@@ -26,7 +26,7 @@ from tests.analytics_helpers import (
     rollup_channel_stats,
     rollup_lead_stats,
 )
-from tests.chat_helpers import chat
+from tests.chat_helpers import chat, take
 from tests.factories import UserFactory, make_lead
 
 DAY1 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -51,7 +51,7 @@ def _story(api, kit, mode="live"):
         sam = chat(api, kit, "Hi, I'm Sam, sam@umbrella.io", visitor="d", mode=mode).json()["sessionId"]
         r = chat(api, kit, "Can we book a demo?", session=sam, visitor="d", mode=mode)
         slot = next(a for a in r.json()["suggestedActions"] if a["type"] == "reply")
-        chat(api, kit, slot["message"], session=sam, visitor="d", mode=mode)
+        take(api, kit, slot, session=sam, visitor="d", mode=mode)
         lead_update(lead=api_lead, changes={"score": 55, "status": "qualified"})
         lead_update(lead=api_lead, changes={"source": "import"})
         imported = make_lead(kit, mode=mode, source="import", status="converted")

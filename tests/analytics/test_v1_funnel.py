@@ -36,7 +36,7 @@ def march(api, kit):
         r = widget_chat(api, kit, "Hi, I'm Sam, sam@umbrella.io", "w3").json()
         offered = widget_chat(api, kit, "Can we book a demo?", "w3", session=r["sessionId"]).json()
         slot = next(a for a in offered["suggestedActions"] if a["type"] == "reply")
-        widget_chat(api, kit, slot["message"], "w3", session=r["sessionId"])
+        widget_chat(api, kit, f"Book {slot['metadata']['slot']}", "w3", session=r["sessionId"])
         chat(api, kit, "Hello from the API", visitor="api-1")
         won = make_lead(kit, source="form", created_at=MARCH2)
         lead_update(lead=won, changes={"status": "qualified"})

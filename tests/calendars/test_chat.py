@@ -17,7 +17,7 @@ from calendars.models import CalendarConnection, MeetingCalendarWrite, WriteStat
 from conversations import scheduling
 from conversations.models import Meeting
 from conversations.services.meetings import meeting_cancel, meeting_reschedule
-from tests.chat_helpers import chat
+from tests.chat_helpers import chat, take
 from tests.dashboard.client import signed_in
 from tests.fakes.radicale import USERS
 
@@ -30,7 +30,7 @@ def _offered(api, kit, *, visitor="visitor-1"):
 
 
 def _start(action) -> str:
-    return action["message"].split()[-1]  # "Book 2026-11-25T09:00Z"
+    return action["metadata"]["slot"]  # "2026-11-25T09:00Z"
 
 
 def _table_slots(kit) -> list[str]:
@@ -60,7 +60,7 @@ def test_a_busy_time_in_the_reps_calendar_is_not_offered(api, kit, connected, ra
 def test_booking_writes_the_meeting_into_the_reps_calendar(api, kit, rep, connected, radicale,
                                                            enqueued):
     sid, slots = _offered(api, kit)
-    r = chat(api, kit, slots[0]["message"], session=sid)
+    r = take(api, kit, slots[0], session=sid)
     assert r.json()["intent"] == "booking"
     meeting = Meeting.objects.get()
     write = MeetingCalendarWrite.objects.get()
@@ -90,7 +90,7 @@ def test_the_after_commit_subscriber_enqueues_the_write(api, kit, connected, rad
                                                         eager_celery):
     sid, slots = _offered(api, kit)
     with django_capture_on_commit_callbacks(execute=True):
-        chat(api, kit, slots[0]["message"], session=sid)
+        take(api, kit, slots[0], session=sid)
     meeting = Meeting.objects.get()
     assert MeetingCalendarWrite.objects.get().status == WriteStatus.WRITTEN
     assert radicale.calendar().get_event_by_uid(str(meeting.pk))
@@ -98,7 +98,7 @@ def test_the_after_commit_subscriber_enqueues_the_write(api, kit, connected, rad
 
 def test_a_cancelled_meeting_is_removed_from_the_calendar(api, kit, connected, radicale, enqueued):
     sid, slots = _offered(api, kit)
-    chat(api, kit, slots[0]["message"], session=sid)
+    take(api, kit, slots[0], session=sid)
     meeting = Meeting.objects.get()
     services.calendar_write_attempt(meeting_id=meeting.pk)
     meeting_cancel(meeting=meeting, by="staff")  # meeting.cancelled plans the write again
@@ -109,7 +109,7 @@ def test_a_cancelled_meeting_is_removed_from_the_calendar(api, kit, connected, r
 
 def test_a_rescheduled_meeting_moves_in_the_calendar(api, kit, connected, radicale, enqueued):
     sid, slots = _offered(api, kit)
-    chat(api, kit, slots[0]["message"], session=sid)
+    take(api, kit, slots[0], session=sid)
     meeting = Meeting.objects.get()
     services.calendar_write_attempt(meeting_id=meeting.pk)
     later = scheduling.parse_token(_start(slots[1]))
@@ -127,7 +127,7 @@ def test_a_calendar_that_is_down_retries_until_it_is_back(api, kit, rep, connect
     radicale.stop()
     sid, slots = _offered(api, kit)
     assert [_start(a) for a in slots] == _table_slots(kit)  # the table decides meanwhile
-    r = chat(api, kit, slots[0]["message"], session=sid)
+    r = take(api, kit, slots[0], session=sid)
     assert r.status_code == 200 and r.json()["intent"] == "booking"
     meeting = Meeting.objects.get()  # booked whatever the calendar does
     assert meeting.status == "scheduled"
@@ -152,7 +152,7 @@ def test_a_calendar_that_is_down_retries_until_it_is_back(api, kit, rep, connect
 def test_writes_fail_after_the_whole_schedule_and_show_on_the_reps_page(api, kit, rep, connected,
                                                                         radicale, enqueued):
     sid, slots = _offered(api, kit)
-    chat(api, kit, slots[0]["message"], session=sid)
+    take(api, kit, slots[0], session=sid)
     meeting = Meeting.objects.get()
     radicale.stop()
     now = timezone.now()
@@ -218,7 +218,7 @@ def test_test_mode_meetings_are_not_written(api, kit, connected, enqueued):
     sid = chat(api, kit, "Hi, I'm Sam, sam@umbrella.io", mode="test").json()["sessionId"]
     r = chat(api, kit, "Can we book a demo?", session=sid, mode="test")
     slot = next(a for a in r.json()["suggestedActions"] if a["type"] == "reply")
-    chat(api, kit, slot["message"], session=sid, mode="test")
+    take(api, kit, slot, session=sid, mode="test")
     assert Meeting.objects.filter(livemode=False).count() == 1
     assert not MeetingCalendarWrite.objects.exists()
 
@@ -226,7 +226,7 @@ def test_test_mode_meetings_are_not_written(api, kit, connected, enqueued):
 @pytest.mark.parametrize("status", ["written", "pending"])
 def test_the_lead_page_shows_where_the_meeting_stands(api, kit, rep, connected, enqueued, status):
     sid, slots = _offered(api, kit)
-    chat(api, kit, slots[0]["message"], session=sid)
+    take(api, kit, slots[0], session=sid)
     meeting = Meeting.objects.get()
     if status == "written":
         services.calendar_write_attempt(meeting_id=meeting.pk)

@@ -49,3 +49,19 @@ def _resolve(schema, node):
     ref = node["$ref"]
     name = ref.rsplit("/", 1)[1]
     return schema["components"]["schemas"][name]
+
+
+def test_chat_schemas_describe_the_time_zone_and_a_slot_actions_metadata(api, db):
+    for path, operation in (("/api/v1/schema", "/api/v1/chat"), ("/api/schema", "/api/chat")):
+        schema = _schema(api, path)
+        action = schema["components"]["schemas"]["SuggestedAction"]
+        assert action["properties"]["metadata"]["type"] == "object"
+        assert "slot" in action["properties"]["metadata"]["description"]
+        body = operation_body(schema, operation)
+        described = body["properties"]["metadata"]["description"]
+        assert "timezone" in described and "IANA" in described and "slot" in described
+
+
+def operation_body(schema, path):
+    content = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    return _resolve(schema, content["schema"])

@@ -6,7 +6,7 @@ import re
 import uuid
 
 from conversations.models import Meeting
-from tests.chat_helpers import chat
+from tests.chat_helpers import chat, take
 
 LINK = re.compile(r"https?://\S+/meetings/[^/\s]+/")
 
@@ -19,7 +19,7 @@ def book(api, kit, *, visitor="visitor-1", email="sam@umbrella.io", name="Sam Le
                mode=mode).json()["sessionId"]
     offered = chat(api, kit, "Can we book a demo?", session=sid, visitor=visitor, mode=mode).json()
     slots = [a for a in offered["suggestedActions"] if a["type"] == "reply"]
-    reply = chat(api, kit, slots[choice]["message"], session=sid, visitor=visitor, mode=mode)
+    reply = take(api, kit, slots[choice], session=sid, visitor=visitor, mode=mode)
     assert reply.status_code == 200, reply.text
     meeting = Meeting.objects.filter(conversation_id=uuid.UUID(hex=sid[5:])).get()
     return meeting, reply.json()

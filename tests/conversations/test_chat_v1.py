@@ -11,7 +11,7 @@ from conversations.agent.phrases import phrase
 from conversations.models import Conversation, Meeting, Message
 from leads.models import Lead
 from tenants.services import tenant_set_facts
-from tests.chat_helpers import chat, event_types, events
+from tests.chat_helpers import chat, event_types, events, take
 from tests.events import legacy_data, v1_data
 from tests.factories import UserFactory
 
@@ -120,8 +120,10 @@ def test_booking_a_meeting_from_offered_slots(api, kit):
     r = chat(api, kit, "Can we book a demo?", session=sid)
     slots = [a for a in r.json()["suggestedActions"] if a["type"] == "reply"]
     assert len(slots) == 3
-    assert all(a["message"].startswith("Book ") for a in slots)
-    r = chat(api, kit, slots[1]["message"], session=sid)
+    # The words the visitor says, and the slot itself as data (docs/conversations.md).
+    assert all(a["message"] == f"{a['label']} works for me" for a in slots)
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\dZ", a["metadata"]["slot"]) for a in slots)
+    r = take(api, kit, slots[1], session=sid)
     assert r.status_code == 200 and r.json()["intent"] == "booking"
     meeting = Meeting.objects.get()
     lead = Lead.objects.get()
@@ -135,10 +137,10 @@ def test_booking_a_meeting_from_offered_slots(api, kit):
 
     # The slot is taken: another visitor is offered other times.
     other = chat(api, kit, "I'm Kim, kim@initech.com", visitor="v2").json()["sessionId"]
-    r = chat(api, kit, slots[1]["message"], session=other, visitor="v2")
+    r = take(api, kit, slots[1], session=other, visitor="v2")
     assert Meeting.objects.count() == 1
-    offered = [a["message"] for a in r.json()["suggestedActions"]]
-    assert offered and slots[1]["message"] not in offered
+    offered = [a["metadata"]["slot"] for a in r.json()["suggestedActions"]]
+    assert offered and slots[1]["metadata"]["slot"] not in offered
     assert r.json()["content"] == "Sorry, that time is no longer available. Here are other times:"
 
 
@@ -163,7 +165,7 @@ def test_the_builtin_reply_says_the_plans_parts_in_order(api, kit):
         r = chat(api, kit, message, session=sid)
         assert r.json()["content"] == expected, message
     slot = next(a for a in r.json()["suggestedActions"] if a["type"] == "reply")
-    r = chat(api, kit, slot["message"], session=sid)
+    r = take(api, kit, slot, session=sid)
     assert r.json()["content"] == (f"You're booked for {slot['label']}. You'll receive a "
                                    "confirmation by email.")
     r = chat(api, kit, "Thanks, bye!", session=sid)
@@ -177,7 +179,7 @@ def test_the_builtin_reply_says_the_plans_parts_in_order(api, kit):
 def test_booking_needs_an_email_first(api, kit):
     sid = chat(api, kit, "I'd like a demo").json()["sessionId"]
     slot = next(a for a in chat(api, kit, "a demo please", session=sid).json()["suggestedActions"])
-    r = chat(api, kit, slot["message"], session=sid)
+    r = take(api, kit, slot, session=sid)
     assert Meeting.objects.count() == 0
     assert "email" in r.json()["content"].lower()
 

@@ -89,7 +89,8 @@ def test_public_chat_announces_qualification_and_booking_to_the_widget(api, kit)
     assert events[0]["lead"]["email"] == "ann@hooli.com" and events[0]["lead"]["status"] == "qualified"
     slot = next(a for a in api.post(url, json={"message": "Book a demo", "visitorId": "w",
                                                "sessionId": sid}).json()["suggestedActions"])
-    r = api.post(url, json={"message": slot["message"], "visitorId": "w", "sessionId": sid})
+    r = api.post(url, json={"message": slot["message"], "visitorId": "w", "sessionId": sid,
+                            "metadata": slot["metadata"]})
     assert [e["type"] for e in r.json()["events"]] == ["meeting.booked"]
     meeting = r.json()["events"][0]["meeting"]
     assert meeting["label"] == slot["label"]

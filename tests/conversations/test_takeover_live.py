@@ -82,6 +82,7 @@ def test_a_reply_from_one_process_reaches_a_stream_on_another(tmp_path, shared_d
         name, snapshot = events.get(timeout=15)
         assert name == "session" and snapshot["status"] == "handed_off"
         assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant"]
+        assert snapshot["notice"] == "Xena from our team will reply here shortly."
 
         with httpx.Client(follow_redirects=False, timeout=30) as rep:
             sign_in(rep, rep_base, email)
@@ -90,6 +91,9 @@ def test_a_reply_from_one_process_reaches_a_stream_on_another(tmp_path, shared_d
             r = rep.post(f"{rep_base}/dashboard/conversations/{session}/reply/",
                          data={"csrfmiddlewaretoken": token, "content": "Xena here, across processes."})
             assert r.status_code == 302
+            name, status = events.get(timeout=30)  # her first reply: she joins with it
+            assert name == "status" and status["notice"] == (
+                "Xena from our team has joined the conversation.")
             name, message = events.get(timeout=30)
             assert name == "message" and message["content"] == "Xena here, across processes."
             assert message["author"] == {"name": "Xena"}

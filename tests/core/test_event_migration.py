@@ -33,7 +33,7 @@ from core.timestamps import format_timestamp, parse_timestamp
 from leads.models import Lead
 from leads.services import lead_delete, lead_update
 from leads.vocabulary import LEGACY_OF_STORED, legacy_status, stored_from_v1, v1_status
-from tests.chat_helpers import chat
+from tests.chat_helpers import chat, take
 from tests.factories import make_lead
 
 migration = importlib.import_module("core.migrations.0003_event_facts_from_old_data")
@@ -251,7 +251,7 @@ def scenario(api, kit, rep):
     booked = chat(api, kit, "Hi, I'm Sam, sam@umbrella.io", visitor="sam").json()["sessionId"]
     slots = [a for a in chat(api, kit, "Can we book a demo?", session=booked, visitor="sam")
              .json()["suggestedActions"] if a["type"] == "reply"]
-    chat(api, kit, slots[0]["message"], session=booked, visitor="sam")
+    take(api, kit, slots[0], session=booked, visitor="sam")
 
 
 class Old(NamedTuple):

@@ -71,14 +71,14 @@ def test_lead_qualified_legacy_data(kit, receiver, enqueued, django_capture_on_c
 
 def test_meeting_booked_carries_the_events_legacy_data(api, kit, receiver, enqueued,
                                                        django_capture_on_commit_callbacks):
-    from tests.chat_helpers import chat
+    from tests.chat_helpers import chat, take
 
     _legacy(kit, receiver, events=["meeting.booked"])
     with django_capture_on_commit_callbacks(execute=True):
         sid = chat(api, kit, "Hi, I'm Sam, sam@umbrella.io").json()["sessionId"]
         slots = [a for a in chat(api, kit, "Can we book a demo?", session=sid)
                  .json()["suggestedActions"] if a["type"] == "reply"]
-        chat(api, kit, slots[0]["message"], session=sid)
+        take(api, kit, slots[0], session=sid)
     delivery = Delivery.objects.get()
     attempt_now(delivery)
     body = envelope(receiver.received[0])

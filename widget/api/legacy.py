@@ -99,7 +99,8 @@ class StreamQuery(serializers.Serializer):
 
 
 def _snapshot(conversation_id) -> dict[str, Any]:
-    conversation = Conversation.objects.select_related("assigned_to").get(pk=conversation_id)
+    conversation = (Conversation.objects.select_related("assigned_to", "tenant")
+                    .get(pk=conversation_id))
     recent = list(conversation.messages.select_related("author")
                   .order_by("-sequence")[:SNAPSHOT_MESSAGES])
     return {

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0003_meetings_and_email'),
+        ('conversations', '0004_conversation_joined_at'),
     ]
 
     operations = [
