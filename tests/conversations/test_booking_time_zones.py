@@ -84,7 +84,9 @@ def test_a_later_turn_keeps_the_zone_and_a_new_valid_one_replaces_it(api, kit):
     assert _conversation(api, kit, sid)["metadata"]["timezone"] == "America/New_York"
 
 
-@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "Europe/Paris\x00", "../../etc/passwd",
+# A NUL is refused before any endpoint reads the body (config/api/input.py: a 400 naming
+# metadata.timezone, tests/config/test_hostile_input.py), so it is not among these.
+@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "../../etc/passwd",
                                   "", "europe/paris", "Europe/Paris/", "A" * 300, 42,
                                   {"name": "Europe/Paris"}, None])
 def test_an_unknown_zone_is_ignored_and_the_tenants_zone_is_shown(api, kit, zone):
