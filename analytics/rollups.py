@@ -1,7 +1,7 @@
 """The analytics rollups (``VisitorDay``, ``ChannelDailyStat``, ``LeadDailyStat``,
-``LeadJourney``), kept exact by in-transaction subscribers of the lead and conversation events: a write and its counts
-commit or roll back together (``AnalyticsConfig.ready`` lists which event moves what).
-``analytics.rebuild`` recomputes everything from the raw rows, for data written around the
+``LeadJourney``), kept exact by in-transaction subscribers of the lead and conversation events:
+a write and its counts commit or roll back together (``AnalyticsConfig.ready`` lists which
+event moves what). ``analytics.rebuild`` recomputes everything from the raw rows, for data written around the
 services (bulk loads, repairs); a test holds the subscribers and the rebuild to the same numbers
 (docs/analytics.md, "Rollups").
 """
@@ -267,8 +267,8 @@ def _copy(journey: LeadJourney | None, lead_id: uuid.UUID) -> LeadJourney:
     if journey is None:
         return LeadJourney(lead_id=lead_id)
     return LeadJourney(lead_id=journey.lead_id, channel=journey.channel,
-                       visitor_id=journey.visitor_id, qualified_at=journey.qualified_at, booked_at=journey.booked_at,
-                       converted_at=journey.converted_at)
+                       visitor_id=journey.visitor_id, qualified_at=journey.qualified_at,
+                       booked_at=journey.booked_at, converted_at=journey.converted_at)
 
 
 def _save(journey: LeadJourney, *, existed: bool) -> None:

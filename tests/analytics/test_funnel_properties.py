@@ -166,7 +166,7 @@ def _check_funnel(data: dict, where: str) -> None:
     stages = data["stages"]
     assert [s["name"] for s in stages] == list(FUNNEL_STAGES), where
     counts = [s["count"] for s in stages]
-    assert all(later <= earlier for earlier, later in zip(counts, counts[1:])), (where, counts)
+    assert counts == sorted(counts, reverse=True), (where, counts)
     for stage in stages[:-1]:
         rate = stage["conversionToNext"]
         assert rate is None if stage["count"] == 0 else 0 <= rate <= 1, (where, stages)

@@ -241,6 +241,8 @@ def test_overview_and_funnel_at_scale():
     assert overview["summary"]["avgResponseTime"] > 0
     funnel = client.get(f"/api/v1/analytics/funnel?{span}", headers=headers).json()
     assert funnel["stages"][2]["count"] == overview["summary"]["totalLeads"]
+    counts = [stage["count"] for stage in funnel["stages"]]
+    assert counts == sorted(counts, reverse=True), counts  # each stage within the one before
 
     results = {
         "overview (365 days, month, previous_period)": _measure(

@@ -70,7 +70,8 @@ def test_the_two_conversion_figures_are_told_apart(api, kit, manager):
                              "Conversations started in the period that produced a lead")
     assert overview["conversionRate"] == 0.3333  # one chat of three left a lead
     overall = page[page.index('id="funnel-overall"'):]
-    assert f'<b>{round(100 * funnel["overallConversion"])}%</b> <span>Visitor → converted (whole funnel)' in overall
+    overall_rate = round(100 * funnel["overallConversion"])
+    assert f"<b>{overall_rate}%</b> <span>Visitor → converted (whole funnel)" in overall
     assert "Converted ÷ Visitors" in overall
     assert f"Largest drop-off after <strong>{html.escape(funnel['topDropoffStage'])}</strong>" in overall
     # No stage passes more than all of itself on.
