@@ -1,4 +1,4 @@
-"""The analytics tables: widget visits and the per-day rollups the endpoints read."""
+"""The analytics tables: visitor-days and the per-day rollups the endpoints read."""
 
 from __future__ import annotations
 
@@ -37,33 +37,44 @@ ACTIVITY_TYPES = frozenset({
 ROLLUP_SHARDS = 4
 
 
-class WidgetVisit(models.Model):
-    """A visitor's first widget load of a UTC day: the funnel's Visitors, de-duplicated.
+class VisitorDay(models.Model):
+    """What one visitor did on one channel during one UTC day: the unit of the funnel's first
+    two stages (docs/analytics.md, "Visitors and engagement").
 
-    Written only by ``analytics.services.record_widget_visit`` (called by ``/api/widget``).
+    ``loads`` counts the widget loads recorded by ``analytics.services.record_widget_visit``,
+    ``chats`` the conversations the visitor started that day, ``leads`` the leads captured in
+    the visitor's conversations that day (and not deleted since). The funnel counts a
+    visitor-day that produced leads as those leads, and one that produced none once
+    (``ChannelDailyStat.uncaptured_visitors`` and ``uncaptured_engaged``), so that every lead
+    is also a visitor and an engaged one. Kept by ``analytics.rollups`` in the writers'
+    transactions; a row whose counters all went back to 0 stays and counts for nothing.
     """
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
                                related_name="+")
     livemode = models.BooleanField()
     day = models.DateField()
-    visitor_id = models.CharField(max_length=200)
     channel = models.CharField(max_length=10, default="web_chat")
+    visitor_id = models.CharField(max_length=200)
+    loads = models.IntegerField(default=0)
+    chats = models.IntegerField(default=0)
+    leads = models.IntegerField(default=0)
     first_seen_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "livemode", "day", "visitor_id"],
-                                    name="widget_visit_once_a_day"),
+            models.UniqueConstraint(fields=["tenant", "livemode", "day", "channel", "visitor_id"],
+                                    name="visitor_day_key"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.day} {self.visitor_id}"
+        return f"{self.day} {self.channel} {self.visitor_id}"
 
 
 class ChannelDailyStat(models.Model):
-    """Per UTC day and channel: widget visitors, and the conversations started that day with
-    what became of them (lead produced, handed off, messages, agent response times).
+    """Per UTC day and channel: the visitor-days that produced no lead (the funnel's Visitors
+    and Engaged besides the leads), and the conversations started that day with what became of
+    them (lead produced, handed off, messages, agent response times).
 
     Every conversation counter is attributed to the day the conversation started, so a
     period's numbers describe one population: the conversations started in it.
@@ -75,7 +86,9 @@ class ChannelDailyStat(models.Model):
     day = models.DateField()
     channel = models.CharField(max_length=10)
     shard = models.PositiveSmallIntegerField(default=0)
-    visitors = models.IntegerField(default=0)
+    # Visitor-days (``VisitorDay``) without a lead captured: all of them, and those that chatted.
+    uncaptured_visitors = models.IntegerField(default=0)
+    uncaptured_engaged = models.IntegerField(default=0)
     conversations = models.IntegerField(default=0)
     converted = models.IntegerField(default=0)  # linked to a lead
     handed_off = models.IntegerField(default=0)
@@ -95,17 +108,20 @@ class ChannelDailyStat(models.Model):
 
 
 class LeadJourney(models.Model):
-    """When a lead first reached each funnel stage, and the channel that captured it.
+    """When a lead first reached each funnel stage, and the conversation's channel and visitor
+    that captured it.
 
     Kept by the lead and meeting services. It lets a change to a lead (its source, its score,
-    its deletion) move exactly that lead's contributions in ``LeadDailyStat``. A lead with no
-    capture channel and no stage reached yet has no row: absent means blank.
+    its deletion) move exactly that lead's contributions in ``LeadDailyStat`` and
+    ``VisitorDay``. A lead with no capture channel and no stage reached yet has no row: absent
+    means blank.
     """
 
     lead = models.OneToOneField("leads.Lead", on_delete=models.CASCADE, primary_key=True,
                                 related_name="analytics_journey")
     # The channel of the conversation that captured the lead; blank for leads created elsewhere.
     channel = models.CharField(max_length=10, blank=True)
+    visitor_id = models.CharField(max_length=200, blank=True)  # that conversation's visitor
     qualified_at = models.DateTimeField(null=True, blank=True)  # first lead.qualified
     booked_at = models.DateTimeField(null=True, blank=True)  # first meeting booked
     converted_at = models.DateTimeField(null=True, blank=True)  # first lead.converted
@@ -116,8 +132,9 @@ class LeadJourney(models.Model):
 
 class LeadDailyStat(models.Model):
     """Per UTC day, lead source and capture channel: leads created that day (with their summed
-    current score, and how many have reached qualified or better), and leads that first
-    became qualified, had a meeting booked, or converted that day."""
+    current score, how many have reached qualified or better as the legacy rate counts it, and
+    how far each has gone down the funnel since), and leads that first became qualified, had a
+    meeting booked, or converted that day."""
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
                                related_name="+")
@@ -129,6 +146,11 @@ class LeadDailyStat(models.Model):
     created = models.IntegerField(default=0)
     score_sum = models.BigIntegerField(default=0)
     reached = models.IntegerField(default=0)  # of those created: ever qualified, or converted
+    # Of those created, how many have reached the stage or a later one (the funnel's cohort:
+    # a converted lead has been qualified and booked as far as the funnel is concerned).
+    cohort_qualified = models.IntegerField(default=0)
+    cohort_booked = models.IntegerField(default=0)
+    cohort_converted = models.IntegerField(default=0)
     qualified = models.IntegerField(default=0)
     booked = models.IntegerField(default=0)
     converted = models.IntegerField(default=0)

@@ -2,9 +2,11 @@
 written around the services: bulk loads, repairs. The subscribers of ``analytics.rollups`` keep
 the same numbers as the data is written; a test holds the two to each other.
 
-The raw definitions (docs/analytics.md): a lead's capture channel is the channel of the
+The raw definitions (docs/analytics.md): a lead's capture channel and visitor are those of the
 conversation its ``lead.created`` event names; it first reached qualified / converted at its
-first ``lead.qualified`` / ``lead.converted`` event, and Demo Booked at its first meeting.
+first ``lead.qualified`` / ``lead.converted`` event, and Demo Booked at its first meeting. A
+visitor-day's chats are the conversations its visitor started on its day and channel, its leads
+those captured from it; its widget loads are raw data themselves and stay as they are.
 Everything is written to shard 0, which sums the same as the subscribers' four shards.
 """
 
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from datetime import UTC
+from itertools import islice
 from typing import Any
 
 from django.db import connection, transaction
@@ -23,7 +27,7 @@ from conversations.models import Conversation, Meeting, Message
 from core.models import Event, EventType
 from leads.models import Lead
 
-from .models import ChannelDailyStat, LeadDailyStat, LeadJourney, WidgetVisit
+from .models import ChannelDailyStat, LeadDailyStat, LeadJourney, VisitorDay
 from .rollups import CHANNEL_COUNTERS, LEAD_COUNTERS, STAGES, microseconds, replies
 
 Rows = dict[tuple[Any, ...], Counter]
@@ -33,13 +37,14 @@ Rows = dict[tuple[Any, ...], Counter]
 def rollups_rebuild(*, tenant_id: uuid.UUID, livemode: bool) -> None:
     """Recomputes the tenant's rollups in one mode from the raw rows."""
     owner = {"tenant_id": tenant_id, "livemode": livemode}
-    _write(ChannelDailyStat, owner, ("day", "channel"), CHANNEL_COUNTERS, _channel_rows(owner))
     leads = Lead.objects.filter(**owner)
     LeadJourney.objects.filter(lead__in=leads.values("pk")).delete()
     if connection.vendor == "postgresql":
         _pg_journeys(tenant_id, livemode)
     else:
         _journeys(leads)
+    _visitor_days(owner, leads)
+    _write(ChannelDailyStat, owner, ("day", "channel"), CHANNEL_COUNTERS, _channel_rows(owner))
     _write(LeadDailyStat, owner, ("day", "source", "channel"), LEAD_COUNTERS, _lead_rows(leads))
 
 
@@ -52,12 +57,50 @@ def _write(model, owner: dict[str, Any], key: tuple[str, ...], counters: tuple[s
          for values, counts in rows.items()], batch_size=2000)
 
 
+def _visitor_days(owner: dict[str, Any], leads) -> None:
+    """Every visitor-day's chats and leads again (after the journeys, which name the capturing
+    visitors); rows that only counted chats or leads are made anew."""
+    days = VisitorDay.objects.filter(**owner)
+    days.filter(loads=0).delete()
+    days.exclude(chats=0, leads=0).update(chats=0, leads=0)
+    chats = (Conversation.objects.filter(**owner)
+             .annotate(d=TruncDate("started_at", tzinfo=UTC), ch=F("channel"), v=F("visitor_id"))
+             .values("d", "ch", "v").annotate(n=Count("pk"), at=Min("started_at")).order_by())
+    journey = "analytics_journey__"
+    captured = (leads.filter(**{f"{journey}channel__gt": ""})
+                .annotate(d=TruncDate("created_at", tzinfo=UTC), ch=F(f"{journey}channel"),
+                          v=F(f"{journey}visitor_id"))
+                .values("d", "ch", "v").annotate(n=Count("pk"), at=Min("created_at")).order_by())
+    _upsert_visitor_days(owner, chats, "chats")
+    _upsert_visitor_days(owner, captured, "leads")
+
+
+def _upsert_visitor_days(owner: dict[str, Any], groups, counter: str) -> None:
+    # A server-side cursor on PostgreSQL (millions of visitor-days); SQLite reads them at once.
+    found: Iterable[dict] = (groups.iterator(chunk_size=5000) if connection.vendor == "postgresql"
+                             else list(groups))
+    rows = (VisitorDay(**owner, day=g["d"], channel=g["ch"], visitor_id=g["v"],
+                       first_seen_at=g["at"], **{counter: g["n"]}) for g in found)
+    for batch in _batches(rows, 5000):
+        VisitorDay.objects.bulk_create(
+            batch, update_conflicts=True, update_fields=[counter],
+            unique_fields=["tenant", "livemode", "day", "channel", "visitor_id"])
+
+
+def _batches(items: Iterable, size: int) -> Iterator[list]:
+    items = iter(items)
+    while batch := list(islice(items, size)):
+        yield batch
+
+
 def _channel_rows(owner: dict[str, Any]) -> Rows:
-    """Per day and channel: visitors, conversations, messages, responses."""
+    """Per day and channel: visitor-days without a lead, conversations, messages, responses."""
     rows: Rows = defaultdict(Counter)
-    for g in (WidgetVisit.objects.filter(**owner).values("day", "channel")
-              .annotate(n=Count("pk")).order_by()):
-        rows[(g["day"], g["channel"])]["visitors"] += g["n"]
+    for g in (VisitorDay.objects.filter(**owner, leads=0).exclude(loads=0, chats=0)
+              .values("day", "channel")
+              .annotate(n=Count("pk"), engaged=Count("pk", filter=Q(chats__gt=0))).order_by()):
+        rows[(g["day"], g["channel"])].update(uncaptured_visitors=g["n"],
+                                              uncaptured_engaged=g["engaged"])
     for g in (Conversation.objects.filter(**owner)
               .annotate(day=TruncDate("started_at", tzinfo=UTC)).values("day", "channel")
               .annotate(n=Count("pk"), with_lead=Count("pk", filter=Q(lead__isnull=False)),
@@ -88,12 +131,20 @@ def _lead_rows(leads) -> Rows:
     rows: Rows = defaultdict(Counter)
     with_channel = leads.annotate(ch=Coalesce(F("analytics_journey__channel"), Value("")))
     reached = Q(analytics_journey__qualified_at__isnull=False) | Q(status="converted")
+    # How far each lead went: a stage reached implies the earlier ones (rollups.depth).
+    cohort: dict[str, Q] = {}
+    deeper = Q()
+    for stage in reversed(STAGES):
+        deeper = deeper | Q(**{f"analytics_journey__{stage}_at__isnull": False})
+        cohort[f"cohort_{stage}"] = deeper
     for g in (with_channel.annotate(day=TruncDate("created_at", tzinfo=UTC))
               .values("day", "source", "ch")
-              .annotate(n=Count("pk"), scores=Sum("score"), reached=Count("pk", filter=reached))
+              .annotate(n=Count("pk"), scores=Sum("score"), reached=Count("pk", filter=reached),
+                        **{name: Count("pk", filter=q) for name, q in cohort.items()})
               .order_by()):
         rows[(g["day"], g["source"], g["ch"])].update(
-            created=g["n"], score_sum=g["scores"] or 0, reached=g["reached"])
+            created=g["n"], score_sum=g["scores"] or 0, reached=g["reached"],
+            **{name: g[name] for name in cohort})
     for stage in STAGES:
         column = f"analytics_journey__{stage}_at"
         for g in (with_channel.filter(**{f"{column}__isnull": False})
@@ -109,9 +160,10 @@ def _journeys(leads) -> None:
     capture = (Event.objects.filter(lead=OuterRef(OuterRef("pk")), type=EventType.LEAD_CREATED,
                                     conversation_id__isnull=False)
                .order_by("occurred_at").values("conversation_id")[:1])
+    capturing = Conversation.objects.filter(pk=Subquery(capture))
     first = {
-        "channel": Subquery(Conversation.objects.filter(pk=Subquery(capture))
-                            .values("channel")[:1]),
+        "channel": Subquery(capturing.values("channel")[:1]),
+        "visitor": Subquery(capturing.values("visitor_id")[:1]),
         "qualified": Subquery(_first_event(EventType.LEAD_QUALIFIED)),
         "converted": Subquery(_first_event(EventType.LEAD_CONVERTED)),
         "booked": Subquery(Meeting.objects.filter(lead=OuterRef("pk")).order_by()
@@ -120,10 +172,11 @@ def _journeys(leads) -> None:
     found = (leads.annotate(**first)
              .filter(Q(channel__isnull=False) | Q(qualified__isnull=False)
                      | Q(converted__isnull=False) | Q(booked__isnull=False))
-             .values_list("pk", "channel", "qualified", "booked", "converted"))
+             .values_list("pk", "channel", "visitor", "qualified", "booked", "converted"))
     LeadJourney.objects.bulk_create(
-        (LeadJourney(lead_id=pk, channel=channel or "", qualified_at=q, booked_at=b, converted_at=c)
-         for pk, channel, q, b, c in found.iterator(chunk_size=5000)), batch_size=5000)
+        (LeadJourney(lead_id=pk, channel=channel or "", visitor_id=visitor or "", qualified_at=q,
+                     booked_at=b, converted_at=c)
+         for pk, channel, visitor, q, b, c in found.iterator(chunk_size=5000)), batch_size=5000)
 
 
 # The same two computations in one set-based statement each, for PostgreSQL, where the
@@ -170,8 +223,9 @@ def _pg_journeys(tenant_id: uuid.UUID, livemode: bool) -> None:
                 f"WHERE {owned} AND type = '{type}' AND lead_id IS NOT NULL GROUP BY lead_id")
 
     sql = f"""
-        INSERT INTO {t["journey"]} (lead_id, channel, qualified_at, booked_at, converted_at)
-        SELECT l.id, coalesce(c.channel, ''), q.at, b.at, v.at
+        INSERT INTO {t["journey"]} (lead_id, channel, visitor_id, qualified_at, booked_at,
+                                    converted_at)
+        SELECT l.id, coalesce(c.channel, ''), coalesce(c.visitor_id, ''), q.at, b.at, v.at
         FROM {t["lead"]} l
         LEFT JOIN (SELECT DISTINCT ON (lead_id) lead_id, conversation_id FROM {t["event"]}
                    WHERE {owned} AND type = '{EventType.LEAD_CREATED}' AND lead_id IS NOT NULL

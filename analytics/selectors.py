@@ -16,7 +16,7 @@ from leads.models import LeadDailyCount
 from leads.vocabulary import LEGACY_OF_STORED, LEGACY_STATUSES
 from tenants.models import Tenant
 
-from .models import ACTIVITY_TYPES, ChannelDailyStat, LeadDailyStat, WidgetVisit
+from .models import ACTIVITY_TYPES, ChannelDailyStat, LeadDailyStat, VisitorDay
 
 # --- analytics ------------------------------------------------------------------------------
 #
@@ -85,8 +85,8 @@ def buckets(period: Period, granularity: str) -> list[Period]:
     return out
 
 
-_CHANNEL_SUMS = ("visitors", "conversations", "converted", "handed_off", "messages",
-                 "responses", "response_us")
+_CHANNEL_SUMS = ("conversations", "converted", "handed_off", "messages", "responses",
+                 "response_us")
 _LEAD_SUMS = ("created", "score_sum", "reached", "qualified", "booked", "converted")
 
 
@@ -167,24 +167,34 @@ def analytics_overview(*, tenant: Tenant, livemode: bool, period: Period, granul
 
 def analytics_funnel(*, tenant: Tenant, livemode: bool, period: Period, channel: str | None = None,
                      source: str | None = None) -> dict[str, Any]:
-    """The v1 funnel: how many reached each stage during the period (docs/analytics.md)."""
+    """The v1 funnel of the people who entered it during the period, each stage a subset of
+    the one before (docs/analytics.md)."""
     counts = _funnel_counts(tenant=tenant, livemode=livemode, period=period, channel=channel,
                             source=source)
     rows = _funnel_stages(counts)
     rated = [row for row in rows if row["conversionToNext"] is not None]
     # The stage that loses the largest share of its count before the next; the first on a tie.
-    worst = min(rated, key=lambda row: row["conversionToNext"], default=None)
+    # With nobody in the funnel, nobody got past its top: the first stage.
+    worst = min(rated, key=lambda row: row["conversionToNext"], default=rows[0])
     return {
         "period": period.as_dict(),
         "stages": rows,
-        "overallConversion": round(counts[-1] / counts[0], 4) if counts[0] else None,
-        "topDropoffStage": worst["name"] if worst else None,
+        "overallConversion": _ratio(counts[-1], counts[0]),
+        "topDropoffStage": worst["name"],
     }
+
+
+_COHORT_SUMS = ("created", "cohort_qualified", "cohort_booked", "cohort_converted")
 
 
 def _funnel_counts(*, tenant: Tenant, livemode: bool, period: Period, channel: str | None,
                    source: str | None) -> list[int]:
-    """How many reached each of FUNNEL_STAGES, in their order."""
+    """How many reached each of FUNNEL_STAGES, in their order.
+
+    The leads created in the period count at every stage down to the furthest they have
+    reached since; a visitor-day of the period that produced no lead counts as a visitor, and
+    as engaged if the visitor chatted. A lead is thus always a visitor and an engaged one
+    (captured through a conversation, or through the API, an import or a form)."""
     scope = {"tenant": tenant, "livemode": livemode, "day__gte": period.start,
              "day__lte": period.end}
     chats = ChannelDailyStat.objects.filter(**scope)
@@ -195,15 +205,15 @@ def _funnel_counts(*, tenant: Tenant, livemode: bool, period: Period, channel: s
     if source:
         leads = leads.filter(source=source)
     if source and source != "chat":
-        # Visits and conversations belong to chat; leads of another source never had them.
-        top = {"visitors": 0, "conversations": 0}
+        # A visitor who left no lead would have become a chat lead, not one of this source.
+        uncaptured = {"visitors": 0, "engaged": 0}
     else:
-        top = chats.aggregate(visitors=Coalesce(Sum("visitors"), 0),
-                              conversations=Coalesce(Sum("conversations"), 0))
-    stages = leads.aggregate(**{name: Coalesce(Sum(name), 0)
-                                for name in ("created", "qualified", "booked", "converted")})
-    return [top["visitors"], top["conversations"], stages["created"], stages["qualified"],
-            stages["booked"], stages["converted"]]
+        uncaptured = chats.aggregate(visitors=Coalesce(Sum("uncaptured_visitors"), 0),
+                                     engaged=Coalesce(Sum("uncaptured_engaged"), 0))
+    cohort = leads.aggregate(**{name: Coalesce(Sum(name), 0) for name in _COHORT_SUMS})
+    created = cohort["created"]
+    return [uncaptured["visitors"] + created, uncaptured["engaged"] + created, created,
+            cohort["cohort_qualified"], cohort["cohort_booked"], cohort["cohort_converted"]]
 
 
 def _funnel_stages(counts: list[int]) -> list[dict[str, Any]]:
@@ -281,5 +291,5 @@ def lead_events(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, types: Co
 
 def widget_seen(*, tenant: Tenant) -> bool:
     """Whether the tenant's widget has been loaded anywhere: a load that names its visitor
-    (``/api/widget``) is recorded as a ``WidgetVisit``."""
-    return WidgetVisit.objects.filter(tenant=tenant).exists()
+    (``/api/widget``) counts in its visitor's ``VisitorDay``."""
+    return VisitorDay.objects.filter(tenant=tenant, loads__gt=0).exists()

@@ -119,3 +119,27 @@ def add_to_counters(model: type[Model], *, key: tuple[str, ...], counters: tuple
             f"INSERT INTO {table} ({key_columns}, {', '.join(map(quote, counters))}) "
             f"VALUES {', '.join([row] * len(changes))} "
             f"ON CONFLICT ({key_columns}) DO UPDATE SET {updates}", params)
+
+
+def add_to_counter_row(model: type[Model], *, key: dict[str, Any], counters: tuple[str, ...],
+                       change: dict[str, int], insert: dict[str, Any] | None = None,
+                       ) -> dict[str, int]:
+    """Adds ``change`` to the counters of ``model``'s row at ``key`` (the fields of a unique
+    constraint), creating it with ``insert``'s other columns if it does not exist yet, and
+    returns the row's counters after the change: one ``INSERT … ON CONFLICT DO UPDATE …
+    RETURNING``. The row stays locked until the transaction ends, so the counters before the
+    change are the returned ones minus ``change``, whoever else writes the row."""
+    opts = model._meta
+    values = {**key, **(insert or {}), **{name: change.get(name, 0) for name in counters}}
+    fields = [opts.get_field(name) for name in values]
+    table = quote(opts.db_table)
+    updates = ", ".join(f"{quote(name)} = {table}.{quote(name)} + EXCLUDED.{quote(name)}"
+                        for name in counters)
+    params = [field.get_db_prep_save(value, connection)
+              for field, value in zip(fields, values.values(), strict=True)]
+    row = fetch_one(
+        f"INSERT INTO {table} ({', '.join(quote(field.column) for field in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) "
+        f"ON CONFLICT ({', '.join(quote(opts.get_field(name).column) for name in key)}) "
+        f"DO UPDATE SET {updates} RETURNING {', '.join(map(quote, counters))}", params)
+    return dict(zip(counters, row, strict=True))

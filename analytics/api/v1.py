@@ -108,20 +108,24 @@ class OverviewSerializer(serializers.Serializer):
 
 class StageSerializer(serializers.Serializer):
     name = serializers.ChoiceField(choices=selectors.FUNNEL_STAGES)
-    count = serializers.IntegerField()
+    count = serializers.IntegerField(
+        help_text="Of the people who entered the funnel in the period, how many reached this "
+                  "stage (or a later one); at most the previous stage's count")
     conversionToNext = serializers.FloatField(
-        allow_null=True, help_text="Next stage's count / this one's; null on the last stage "
-                                   "and where this stage is 0")
+        allow_null=True, min_value=0, max_value=1,
+        help_text="Next stage's count / this one's, from 0 to 1; null on the last stage and "
+                  "where this stage is 0")
 
 
 class FunnelSerializer(serializers.Serializer):
     period = PeriodSerializer()
     stages = StageSerializer(many=True)
     overallConversion = serializers.FloatField(
-        allow_null=True, help_text="Converted / Visitors; null when there were no visitors")
+        min_value=0, max_value=1, help_text="Converted / Visitors; 0 when there were no visitors")
     topDropoffStage = serializers.ChoiceField(
-        choices=selectors.FUNNEL_STAGES, allow_null=True,
-        help_text="The stage with the lowest conversionToNext")
+        choices=selectors.FUNNEL_STAGES,
+        help_text="The stage with the lowest conversionToNext, the earliest on a tie; "
+                  "Visitors when every count is 0")
 
 
 class ActivityEventSerializer(serializers.Serializer):

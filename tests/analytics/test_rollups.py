@@ -1,5 +1,5 @@
 """The analytics rollups agree with the raw rows: kept by the services through chats, lead
-writes, meetings, handoffs, visits and deletions, and recomputed by the rebuild."""
+writes, meetings, handoffs, widget loads and deletions, and recomputed by the rebuild."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import call_command
 
-from analytics.models import ChannelDailyStat, LeadDailyStat, LeadJourney
+from analytics.models import ChannelDailyStat, LeadDailyStat, LeadJourney, VisitorDay
 from analytics.services import record_widget_visit
 from conversations.models import Conversation
 from conversations.services import (
@@ -23,8 +23,10 @@ from tests.analytics_helpers import (
     clock,
     raw_channel_stats,
     raw_lead_stats,
+    raw_visitor_days,
     rollup_channel_stats,
     rollup_lead_stats,
+    rollup_visitor_days,
 )
 from tests.chat_helpers import chat, take
 from tests.factories import UserFactory, make_lead
@@ -70,9 +72,15 @@ def _story(api, kit, mode="live"):
         conversation_hand_back(conversation=taken)
         lead_delete(lead=Lead.objects.get(email="zed@example.org", livemode=live))
         assert Conversation.objects.get(pk=doomed[5:]).lead_id is None
+        # The conversation that captured Una goes; Una stays, captured by no conversation now.
+        una = chat(api, kit, "I'm Una, una@example.org", visitor="u", mode=mode).json()["sessionId"]
+        conversation_delete(conversation=Conversation.objects.get(pk=una[5:]))
+        assert LeadJourney.objects.get(lead__email="una@example.org", lead__livemode=live,
+                                       lead__tenant=kit.tenant).channel == ""
 
 
 def _assert_agree(tenant, livemode):
+    assert rollup_visitor_days(tenant, livemode) == raw_visitor_days(tenant, livemode)
     assert rollup_channel_stats(tenant, livemode) == raw_channel_stats(tenant, livemode)
     assert rollup_lead_stats(tenant, livemode) == raw_lead_stats(tenant, livemode)
 
@@ -89,7 +97,13 @@ def test_services_keep_the_rollups_equal_to_the_raw_rows(api, kit, stranger):
     # The story really exercised every counter (a, deleted, no longer counts).
     assert day1["conversations"] == 2 and day1["converted"] == 1 and day1["handed_off"] == 1
     assert day1["responses"] == 3 and day1["response_us"] > 0
-    assert raw[(DAY1.date(), "web_chat")]["visitors"] == 3
+    # Widget loads of a, b, c; on the API channel, c chatted without leaving a lead (b left
+    # one, a's conversation was deleted).
+    assert raw[(DAY1.date(), "web_chat")]["uncaptured_visitors"] == 3
+    assert day1["uncaptured_visitors"] == day1["uncaptured_engaged"] == 1
+    days = raw_visitor_days(kit.tenant, True)
+    assert days[(DAY1.date(), "api", "b")] == {"chats": 1, "leads": 1}
+    assert days[(DAY1.date(), "web_chat", "a")] == {"loads": 2}
     day3 = raw[((DAY1 + timedelta(days=2)).date(), "api")]
     assert day3["handed_off"] == 1  # the takeover
     assert day3["messages"] == 3 * 2 + 1  # three turns, and the person's reply
@@ -97,16 +111,23 @@ def test_services_keep_the_rollups_equal_to_the_raw_rows(api, kit, stranger):
     assert sum(c["booked"] for c in leads.values()) == 1
     assert sum(c["qualified"] for c in leads.values()) >= 2
     assert sum(c["converted"] for c in leads.values()) == 2
+    # The form lead went on to qualify and convert; Sam booked a demo without qualifying.
+    assert sum(c["cohort_converted"] for c in leads.values()) == 2
+    assert sum(c["cohort_booked"] for c in leads.values()) == 3
 
 
 def test_the_rebuild_recomputes_the_same_numbers(api, kit):
     _story(api, kit)
-    kept = (rollup_channel_stats(kit.tenant, True), rollup_lead_stats(kit.tenant, True))
+    kept = (rollup_visitor_days(kit.tenant, True), rollup_channel_stats(kit.tenant, True),
+            rollup_lead_stats(kit.tenant, True))
     ChannelDailyStat.objects.all().delete()
     LeadDailyStat.objects.all().delete()
     LeadJourney.objects.all().delete()
+    VisitorDay.objects.filter(loads=0).delete()  # the widget loads are raw data: they stay
+    VisitorDay.objects.update(chats=0, leads=0)
     call_command("rebuild_counts", kit.tenant.public_id, "--mode", "live")
-    assert (rollup_channel_stats(kit.tenant, True), rollup_lead_stats(kit.tenant, True)) == kept
+    assert (rollup_visitor_days(kit.tenant, True), rollup_channel_stats(kit.tenant, True),
+            rollup_lead_stats(kit.tenant, True)) == kept
     # The services go on from the rebuilt rows.
     with clock(DAY1 + timedelta(days=2, hours=5)):
         chat(api, kit, "Hi, I'm Yan, yan@example.org", visitor="y")
@@ -122,7 +143,8 @@ def test_writes_that_roll_back_leave_no_counts(kit):
             record_widget_visit(tenant=kit.tenant, visitor_id="v")
             raise RuntimeError
     assert not LeadDailyStat.objects.exclude(created=0, qualified=0).exists()
-    assert not ChannelDailyStat.objects.exclude(visitors=0).exists()
+    assert not ChannelDailyStat.objects.exclude(uncaptured_visitors=0).exists()
+    assert not VisitorDay.objects.exists()
 
 
 def test_widget_visits_count_once_a_day_per_visitor(kit):
@@ -132,7 +154,11 @@ def test_widget_visits_count_once_a_day_per_visitor(kit):
         assert record_widget_visit(tenant=kit.tenant, visitor_id="v", livemode=False) is True
         assert record_widget_visit(tenant=kit.tenant, visitor_id="") is False
         assert record_widget_visit(tenant=kit.tenant, visitor_id="w", channel="fax") is False
+        assert record_widget_visit(tenant=kit.tenant, visitor_id="x" * 201) is False
     with clock(DAY1 + timedelta(days=1)):
         assert record_widget_visit(tenant=kit.tenant, visitor_id="v") is True
+        # Once a day on each channel.
+        assert record_widget_visit(tenant=kit.tenant, visitor_id="v", channel="whatsapp") is True
     assert rollup_channel_stats(kit.tenant, True) == raw_channel_stats(kit.tenant, True)
-    assert sum(c["visitors"] for c in raw_channel_stats(kit.tenant, True).values()) == 2
+    assert sum(c["uncaptured_visitors"] for c in raw_channel_stats(kit.tenant, True).values()) == 3
+    assert rollup_visitor_days(kit.tenant, True)[(DAY1.date(), "web_chat", "v")] == {"loads": 2}

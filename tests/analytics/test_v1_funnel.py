@@ -1,4 +1,5 @@
-"""GET /api/v1/analytics/funnel: the six stages, conversions, filters, validation, scoping."""
+"""GET /api/v1/analytics/funnel: the six stages, each within the one before, conversions,
+filters, validation, scoping."""
 
 from __future__ import annotations
 
@@ -46,7 +47,11 @@ def march(api, kit):
 
 def _stages(r):
     assert r.status_code == 200, r.content
-    return {s["name"]: s["count"] for s in r.json()["stages"]}
+    return _counts(r.json())
+
+
+def _counts(data):
+    return {s["name"]: s["count"] for s in data["stages"]}
 
 
 def test_the_six_stages_in_order(api, kit, march):
@@ -54,13 +59,15 @@ def test_the_six_stages_in_order(api, kit, march):
     data = r.json()
     assert [s["name"] for s in data["stages"]] == list(FUNNEL_STAGES)
     qualified = _stages(r)["Qualified"]
-    assert _stages(r) == {"Visitors": 10, "Engaged (Started Chat)": 5, "Lead Captured": 5,
-                          "Qualified": qualified, "Demo Booked": 1, "Converted": 1}
-    assert qualified >= 1
+    # Visitors: the five leads, and the eight visitor-days that left none (w0 and api-1
+    # chatted, w4-w9 only loaded the widget). Engaged: the leads, w0 and api-1.
+    assert _stages(r) == {"Visitors": 13, "Engaged (Started Chat)": 7, "Lead Captured": 5,
+                          "Qualified": qualified, "Demo Booked": 2, "Converted": 1}
+    # Sam booked a demo and the form lead converted: both count as qualified.
+    assert 2 <= qualified <= 5
     rates = [s["conversionToNext"] for s in data["stages"]]
-    assert rates[:3] == [0.5, 1.0, round(qualified / 5, 4)]
-    assert rates[-1] is None
-    assert data["overallConversion"] == 0.1
+    assert rates == [0.5385, 0.7143, round(qualified / 5, 4), round(2 / qualified, 4), 0.5, None]
+    assert data["overallConversion"] == 0.0769
     assert data["period"] == {"startDate": "2026-03-01", "endDate": "2026-03-31"}
     lowest = min((s for s in data["stages"][:-1]), key=lambda s: s["conversionToNext"])
     assert data["topDropoffStage"] == lowest["name"]
@@ -70,29 +77,68 @@ def test_channel_filter(api, kit, march):
     web = _stages(api.get(f"{URL}?{PERIOD}&channel=web_chat", headers=kit.auth("read")))
     assert web["Visitors"] == 10 and web["Engaged (Started Chat)"] == 4
     assert web["Lead Captured"] == 3 and web["Demo Booked"] == 1 and web["Converted"] == 0
-    api_channel = _stages(api.get(f"{URL}?{PERIOD}&channel=api", headers=kit.auth("read")))
-    assert api_channel == {"Visitors": 0, "Engaged (Started Chat)": 1, "Lead Captured": 0,
-                           "Qualified": 0, "Demo Booked": 0, "Converted": 0}
     data = api.get(f"{URL}?{PERIOD}&channel=api", headers=kit.auth("read")).json()
-    # Nothing to divide by: no conversion, no overall conversion.
-    assert data["stages"][0]["conversionToNext"] is None and data["overallConversion"] is None
+    # The API visitor chatted and left no lead; form leads have no channel.
+    assert _counts(data) == {"Visitors": 1, "Engaged (Started Chat)": 1, "Lead Captured": 0,
+                             "Qualified": 0, "Demo Booked": 0, "Converted": 0}
+    assert [s["conversionToNext"] for s in data["stages"]] == [1.0, 0.0, None, None, None, None]
+    assert data["overallConversion"] == 0.0
     assert data["topDropoffStage"] == "Engaged (Started Chat)"
 
 
 def test_source_filter(api, kit, march):
     form = api.get(f"{URL}?{PERIOD}&source=form", headers=kit.auth("read"))
-    assert _stages(form) == {"Visitors": 0, "Engaged (Started Chat)": 0, "Lead Captured": 2,
-                             "Qualified": 1, "Demo Booked": 0, "Converted": 1}
+    # Leads of a form enter the funnel at every stage down to the furthest they reached.
+    assert _stages(form) == {"Visitors": 2, "Engaged (Started Chat)": 2, "Lead Captured": 2,
+                             "Qualified": 1, "Demo Booked": 1, "Converted": 1}
     chat_source = _stages(api.get(f"{URL}?{PERIOD}&source=chat", headers=kit.auth("read")))
-    assert chat_source["Visitors"] == 10 and chat_source["Lead Captured"] == 3
+    # Visitors who left no lead are would-be chat leads: they count with source=chat only.
+    assert chat_source["Visitors"] == 11 and chat_source["Engaged (Started Chat)"] == 5
+    assert chat_source["Lead Captured"] == 3
     both = _stages(api.get(f"{URL}?{PERIOD}&source=form&channel=web_chat", headers=kit.auth("read")))
-    assert both["Lead Captured"] == 0
+    assert set(both.values()) == {0}
+
+
+def test_an_api_only_tenant_has_visitors_and_no_conversion_above_one(api, kit):
+    """Issue 17: chats and leads through the API only used to give Visitors 0 under Engaged 1,
+    and Lead Captured many times Engaged."""
+    with clock(MARCH2):
+        for visitor in ("api-1", "api-2", "api-3"):
+            chat(api, kit, "Hello from the API", visitor=visitor)
+        for i in range(4):
+            r = api.post("/api/v1/leads", json={"email": f"p{i}@globex.com", "source": "api"},
+                         headers=kit.auth("write"))
+            assert r.status_code == 201
+    data = api.get(f"{URL}?{PERIOD}", headers=kit.auth("read")).json()
+    assert _counts(data) == {"Visitors": 7, "Engaged (Started Chat)": 7, "Lead Captured": 4,
+                             "Qualified": 0, "Demo Booked": 0, "Converted": 0}
+    assert [s["conversionToNext"] for s in data["stages"]] == [1.0, 0.5714, 0.0, None, None, None]
+    assert data["overallConversion"] == 0.0 and data["topDropoffStage"] == "Lead Captured"
+    api_leads = _counts(api.get(f"{URL}?{PERIOD}&source=api", headers=kit.auth("read")).json())
+    assert list(api_leads.values()) == [4, 4, 4, 0, 0, 0]
+
+
+def test_later_stages_count_the_periods_leads_wherever_they_went(api, kit):
+    """A lead created in February and converted in March counts in February's funnel, down to
+    Converted, and not in March's."""
+    with clock(datetime(2026, 2, 20, 10, 0, tzinfo=UTC)):
+        lead = make_lead(kit, source="import")
+    with clock(MARCH2):
+        lead_update(lead=lead, changes={"status": "converted"})
+    february = api.get(f"{URL}?startDate=2026-02-01&endDate=2026-02-28", headers=kit.auth("read"))
+    assert list(_stages(february).values()) == [1, 1, 1, 1, 1, 1]
+    assert february.json()["overallConversion"] == 1.0
+    # Nothing went from one stage to the next at less than 1: the first stage, on the tie.
+    assert february.json()["topDropoffStage"] == "Visitors"
+    assert set(_stages(api.get(f"{URL}?{PERIOD}", headers=kit.auth("read"))).values()) == {0}
 
 
 def test_the_period_bounds_the_stages(api, kit, march):
     r = api.get(f"{URL}?startDate=2026-03-03&endDate=2026-03-31", headers=kit.auth("read"))
     assert set(_stages(r).values()) == {0}
-    assert r.json()["topDropoffStage"] is None and r.json()["overallConversion"] is None
+    # The specification's types: a number and a stage name, even with nobody in the funnel.
+    assert r.json()["overallConversion"] == 0.0 and r.json()["topDropoffStage"] == "Visitors"
+    assert all(s["conversionToNext"] is None for s in r.json()["stages"])
 
 
 @pytest.mark.parametrize("query, status, field, code", [

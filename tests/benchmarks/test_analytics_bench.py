@@ -170,11 +170,11 @@ def _generate(cursor, tenant_id) -> None:
     cursor.execute(f"""
         INSERT INTO conversations_message (id, tenant_id, livemode, conversation_id, sequence,
             role, content, intent, confidence, suggested_actions, handoff, sources, interrupted,
-            created_at)
+            turn, created_at)
         SELECT {_id(3, 'j * 10 + k')}, %s, true, {_id(2, 'j')}, k,
             CASE WHEN k %% 2 = 0 THEN 'user' ELSE 'assistant' END, 'message ' || k,
             CASE WHEN k %% 2 = 1 THEN 'question' ELSE '' END,
-            CASE WHEN k %% 2 = 1 THEN 0.9 END, '[]', NULL, '[]', false,
+            CASE WHEN k %% 2 = 1 THEN 0.9 END, '[]', NULL, '[]', false, '{{}}',
             %s::timestamptz - make_interval(days => j %% {DAYS}, secs => (j * 53) %% 86400)
                 + make_interval(secs => k * 7 + (k %% 2) * (j %% 5))
         FROM generate_series(1, {CONVERSATIONS}) AS j,
@@ -197,10 +197,10 @@ def _generate(cursor, tenant_id) -> None:
         FROM leads_lead l WHERE l.tenant_id = %s::uuid AND l.status = 'converted'""", [t, t, t, t, t])
     cursor.execute("""
         INSERT INTO conversations_meeting (id, tenant_id, livemode, lead_id, conversation_id,
-            starts_at, ends_at, time_zone, status, created_at)
+            starts_at, ends_at, time_zone, status, sequence, cancelled_by, created_at, updated_at)
         SELECT gen_random_uuid(), %s::uuid, true, l.id, NULL, l.created_at + interval '5 days',
-            l.created_at + interval '5 days 30 minutes', 'UTC', 'completed',
-            l.created_at + interval '2 days'
+            l.created_at + interval '5 days 30 minutes', 'UTC', 'completed', 0, '',
+            l.created_at + interval '2 days', l.created_at + interval '2 days'
         FROM leads_lead l WHERE l.tenant_id = %s::uuid AND l.status IN ('booked', 'converted')""", [t, t])
     _log("events and meetings inserted")
 
@@ -241,6 +241,8 @@ def test_overview_and_funnel_at_scale():
     assert overview["summary"]["avgResponseTime"] > 0
     funnel = client.get(f"/api/v1/analytics/funnel?{span}", headers=headers).json()
     assert funnel["stages"][2]["count"] == overview["summary"]["totalLeads"]
+    counts = [stage["count"] for stage in funnel["stages"]]
+    assert counts == sorted(counts, reverse=True), counts  # each stage within the one before
 
     results = {
         "overview (365 days, month, previous_period)": _measure(

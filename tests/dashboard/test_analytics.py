@@ -42,7 +42,8 @@ def test_the_page_shows_the_apis_numbers_as_charts(api, kit, manager, django_ass
     page = r.content.decode()
     funnel = api.get("/api/v1/analytics/funnel", headers=kit.auth("read")).json()
     assert stage_counts(page) == {s["name"]: s["count"] for s in funnel["stages"]}
-    assert stage_counts(page)["Visitors"] == 6 and stage_counts(page)["Converted"] == 1
+    # Six widget visitors and the three leads (one captured in a chat, two from a form).
+    assert stage_counts(page)["Visitors"] == 9 and stage_counts(page)["Converted"] == 1
     overview = api.get("/api/v1/analytics/overview", headers=kit.auth("read")).json()
     assert f'id="stat-leads">{overview["summary"]["totalLeads"]}<' in page
     assert f'id="stat-conversations">{overview["summary"]["totalConversations"]}<' in page
@@ -55,6 +56,28 @@ def test_the_page_shows_the_apis_numbers_as_charts(api, kit, manager, django_ass
     # buttons and confirmations): the charts need none.
     assert page.count("<script") == 1 and '<script src="/static/dashboard/dashboard.js" defer>' in page
     assert "http://" not in page.replace("http://www.w3.org", "")
+
+
+def test_the_two_conversion_figures_are_told_apart(api, kit, manager):
+    """Issue 17: "Conversion rate 67%" stood beside "Overall conversion: 0%" unexplained."""
+    activity(api, kit)
+    chat(api, kit, "Just looking", visitor="w1")
+    chat(api, kit, "Hello again", visitor="w2")
+    page = signed_in(manager).get("/dashboard/analytics/").content.decode()
+    overview = api.get("/api/v1/analytics/overview", headers=kit.auth("read")).json()["summary"]
+    funnel = api.get("/api/v1/analytics/funnel", headers=kit.auth("read")).json()
+    rate = re.search(r'id="stat-conversation-rate"><b>(\d+)%</b><span>([^<]+)</span><small>([^<]+)<',
+                     page)
+    assert rate.groups() == (str(round(100 * overview["conversionRate"])), "Conversation → lead rate",
+                             "Conversations started in the period that produced a lead")
+    assert overview["conversionRate"] == 0.3333  # one chat of three left a lead
+    overall = page[page.index('id="funnel-overall"'):]
+    overall_rate = round(100 * funnel["overallConversion"])
+    assert f"<b>{overall_rate}%</b> <span>Visitor → converted (whole funnel)" in overall
+    assert "Converted ÷ Visitors" in overall
+    assert f"Largest drop-off after <strong>{html.escape(funnel['topDropoffStage'])}</strong>" in overall
+    # No stage passes more than all of itself on.
+    assert all(int(n) <= 100 for n in re.findall(r"→ (\d+)% next", page))
 
 
 def test_period_granularity_and_channel(api, kit, manager):

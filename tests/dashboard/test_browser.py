@@ -51,6 +51,14 @@ lead = lead_create(tenant=tenant, livemode=True, email="ann@hooli.com", name="An
                    company="Hooli")
 lead_create(tenant=tenant, livemode=True, email="bob@globex.com", name="Bob", source="form")
 lead_update(lead=lead, changes={{"status": "qualified"}})
+# Three of the visitors chat on the widget; one leaves her email.
+from asgiref.sync import async_to_sync
+from conversations.agent.providers import provider_for
+from conversations.services import TurnInput, run_turn, turn_open
+for i, text in enumerate(["What does it cost?", "I'm Dee, dee@initech.com", "Hello"]):
+    opened = turn_open(TurnInput(tenant=tenant, livemode=True, visitor_id="v%d" % i, message=text,
+                                 channel="web_chat"))
+    async_to_sync(run_turn)(opened, provider_for(tenant))
 # Three weeks of history for the charts.
 from django.utils import timezone
 for d in range(1, 21):
@@ -138,10 +146,23 @@ def test_the_analytics_page_draws_its_charts_without_scripts(stack, page):
     page.on("request", lambda req: requests.append(req.url))
     page.get_by_role("link", name="Analytics").click()
     page.wait_for_url(stack["base"] + "/dashboard/analytics/")
-    visitors = 40 + sum(2 + d % 5 for d in range(1, 21))
-    leads = 2 + sum(d % 4 for d in range(1, 21))
+    leads = 3 + sum(d % 4 for d in range(1, 21))
+    # Every lead is a visitor; v1, whose chat left Dee's lead, counts once, as that lead.
+    visitors = 40 + sum(2 + d % 5 for d in range(1, 21)) - 1 + leads
     assert page.locator("[data-stage='Visitors'] .count").inner_text() == str(visitors)
+    assert page.locator("[data-stage='Engaged (Started Chat)'] .count").inner_text() == str(2 + leads)
     assert page.locator("[data-stage='Lead Captured'] .count").inner_text() == str(leads)
+    rates = [int(text.strip("→ %next")) for text in page.locator(".funnel .rate").all_inner_texts()]
+    assert rates and all(0 <= rate <= 100 for rate in rates)
+    # The two conversion figures, each named for what it divides, with a line saying what.
+    stat = page.locator("#stat-conversation-rate")
+    assert stat.locator("b").inner_text() == "33%"  # one conversation of three left a lead
+    assert "Conversation → lead rate" in stat.inner_text()
+    assert "produced a lead" in stat.inner_text()
+    overall = page.locator("#funnel-overall")
+    assert overall.locator("b").inner_text() == "0%"  # nobody converted yet
+    assert "Visitor → converted (whole funnel)" in overall.inner_text()
+    assert "Converted ÷ Visitors" in page.locator("#funnel").inner_text()
     assert page.locator("svg.chart polyline").count() == 3
     box = page.locator("svg.chart").bounding_box()
     assert box["width"] > 600 and box["height"] > 150
