@@ -243,7 +243,8 @@
     list.forEach(function (a) {
       if (a.type === "reply" && a.message) {
         var b = el("button", { "class": "chip", type: "button" }, a.label);
-        b.addEventListener("click", function () { send(a.message); });
+        var m = a.metadata && typeof a.metadata === "object" && !Array.isArray(a.metadata) ? a.metadata : null;
+        b.addEventListener("click", function () { send(a.message, m); });
         row.appendChild(b);
       } else if (a.type === "link" && safeUrl(a.url || "")) {
         row.appendChild(el("a", { "class": "chip", href: a.url, target: "_blank", rel: "noopener noreferrer nofollow" }, a.label));
@@ -280,6 +281,9 @@
     node.classList.add("failed");
     log.insertBefore(row, node.nextSibling);
     scroll();
+  }
+  function zone() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return ""; }
   }
 
   // --- Server-Sent Events over fetch (EventSource cannot POST) -------------------------------
@@ -340,8 +344,10 @@
     }
     var ctrl = window.AbortController ? new AbortController() : null;
     S.controller = ctrl;
-    var payload = { message: text, visitorId: S.visitorId, stream: true,
-      metadata: { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) } };
+    var metadata = { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) };
+    for (var k in extra || {}) metadata[k] = extra[k];
+    if (zone()) metadata.timezone = zone();
+    var payload = { message: text, visitorId: S.visitorId, stream: true, metadata: metadata };
     if (S.sessionId) payload.sessionId = S.sessionId;
     fetch(BASE + "/api/chat?" + q({ tenant: tenant }), {
       method: "POST", mode: "cors", credentials: "omit", signal: ctrl && ctrl.signal,
