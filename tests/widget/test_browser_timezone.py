@@ -3,10 +3,11 @@ Europe/Paris against a real daphne: every ``POST /api/chat`` carries the browser
 ``metadata.timezone`` beside the page's metadata, and a suggested ``reply`` action sends its
 ``message`` with its own ``metadata`` (merged with the zone), as the visitor's bubble shows it.
 
-The slot actions are taken both as the service sends them and in the shape of the booking
-contract, ``{"type": "reply", "label", "message": "<label> works for me", "metadata": {"slot"}}``
-(docs/widget.md): a route relays the live server's answer and gives its "Book <slot>" actions
-that shape when they do not have it already."""
+The slot actions are taken both as the service sends them, ``{"type": "reply", "label",
+"message": "<label> works for me", "metadata": {"slot"}}``, and in the older shape the widget
+still handles, ``{"type": "reply", "label", "message": "Book <slot>"}`` (docs/widget.md): a route
+relays the live server's answer, and gives its slot actions that shape for the second case. The
+service books both, and the page hears of it."""
 
 from __future__ import annotations
 
@@ -47,24 +48,21 @@ def stack(tmp_path_factory):
         site.close()
 
 
-def contract_shape(action: dict) -> dict:
-    """A slot action as the booking contract has it (a human sentence, the slot as data)."""
-    if action.get("metadata") or not action.get("message", "").startswith("Book "):
-        return action
-    return {"type": "reply", "label": action["label"],
-            "message": f"{action['label']} works for me",
-            "metadata": {"slot": action["message"].removeprefix("Book ")}}
+def older_shape(action: dict) -> dict:
+    """A slot action as services before the booking contract sent it (the slot in the text)."""
+    slot = (action.get("metadata") or {}).get("slot")
+    return {"type": "reply", "label": action["label"], "message": f"Book {slot}"} if slot else action
 
 
-def reshape(stream: str, received: list[dict], contract: bool) -> str:
+def reshape(stream: str, received: list[dict], older: bool) -> str:
     """The Server-Sent Events of a chat reply, with the actions of ``message_end`` noted (and
-    given the contract's shape when ``contract``)."""
+    given the older shape when ``older``)."""
     frames = []
     for frame in stream.split("\n\n"):
         if frame.startswith("event: message_end\ndata: "):
             data = json.loads(frame.split("data: ", 1)[1])
-            if contract:
-                data["suggestedActions"] = [contract_shape(a) for a in data["suggestedActions"]]
+            if older:
+                data["suggestedActions"] = [older_shape(a) for a in data["suggestedActions"]]
             received[:] = data["suggestedActions"]
             frame = "event: message_end\ndata: " + json.dumps(data)
         frames.append(frame)
@@ -77,8 +75,8 @@ def wait_idle(page) -> None:
                            timeout=15000)
 
 
-@pytest.mark.parametrize("contract", [False, True], ids=["as-served", "contract-shape"])
-def test_messages_carry_the_time_zone_and_an_actions_metadata(stack, contract):
+@pytest.mark.parametrize("older", [False, True], ids=["as-served", "older-shape"])
+def test_messages_carry_the_time_zone_and_an_actions_metadata(stack, older):
     context = stack["browser"].new_context(viewport={"width": 1280, "height": 800},
                                            timezone_id=ZONE)
     page = context.new_page()
@@ -87,7 +85,7 @@ def test_messages_carry_the_time_zone_and_an_actions_metadata(stack, contract):
 
     def relay(route):
         response = route.fetch()
-        route.fulfill(response=response, body=reshape(response.text(), received, contract))
+        route.fulfill(response=response, body=reshape(response.text(), received, older))
 
     page.on("request", lambda r: r.method == "POST" and "/api/chat?" in r.url
             and sent.append(r.post_data_json))
@@ -115,11 +113,16 @@ def test_messages_carry_the_time_zone_and_an_actions_metadata(stack, contract):
         assert sent[-1]["message"] == slot["message"]
         assert sent[-1]["metadata"] == {"landingPage": url, "referrer": "",
                                         **slot.get("metadata", {}), "timezone": ZONE}
-        if contract:
+        if older:
+            assert slot["message"].startswith("Book ") and "slot" not in sent[-1]["metadata"]
+        else:
             assert sent[-1]["metadata"]["slot"] == slot["metadata"]["slot"]
-            assert slot["message"].endswith(" works for me")
+            assert slot["message"] == f"{slot['label']} works for me"
         assert page.locator(".msg.user > div").last.inner_text() == slot["message"]
-        if contract:
+        # The service booked it, in the visitor's zone.
+        page.wait_for_function("() => window.__events.some((e) => e.type === 'service:meeting.booked')")
+        assert "(Paris)" in page.locator(".msg.bot > div").last.inner_text()
+        if not older:
             screenshot(page, "widget-slot-reply.png")
     finally:
         context.close()
