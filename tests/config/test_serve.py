@@ -5,6 +5,7 @@ stay last (the periodic sweeps' routine lines do not scroll them away); Ctrl-C s
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -42,7 +43,8 @@ def test_make_run_prints_the_keys_and_urls_last(tmp_path):
         proc = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port),
              "--concurrency", "1", "--demo-tenant"],
-            cwd=ROOT, env=environment(env), stdout=out, stderr=subprocess.STDOUT)
+            cwd=ROOT, env=environment(env), stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)  # its own group: a failing test stops its children too
     try:
         text = _wait_for(log, "Serving on ", proc)
         lines = text.splitlines()
@@ -72,5 +74,5 @@ def test_make_run_prints_the_keys_and_urls_last(tmp_path):
         assert proc.wait(timeout=30) == 0
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
