@@ -30,11 +30,10 @@ $(LOCAL_MODEL_STAMP): $(STAMP)
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
-# Web (daphne), Celery worker and beat side by side; Ctrl-C stops all three.
+# Web (daphne), Celery worker and beat side by side; Ctrl-C stops all three. The demo tenant's
+# keys and URLs (manage.py demo_tenant prints them alone) come last, once all three are up.
 run: migrate
-	@$(BIN)/python manage.py demo_tenant --base-url http://$(HOST):$(PORT)
-	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops the server, the worker and beat)"
-	@$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
+	@$(BIN)/python manage.py serve --host $(HOST) --port $(PORT) --demo-tenant
 
 # The browser tests drive Debian's chromium (Playwright's own browser download does not work
 # here): as root, make test installs it; anyone else gets one line saying what to install,

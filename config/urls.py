@@ -15,6 +15,7 @@ urlpatterns = [
     path("dashboard/", include("dashboard.urls")),
     path("meetings/<str:token>/", meeting_link, name="meeting-link"),
     path("docs/errors", views.error_reference, name="docs-errors"),
+    path("demo/", views.demo, name="demo"),
     path("", views.home, name="home"),
 ]
 

@@ -9,6 +9,8 @@ from django.shortcuts import render
 from django.views import defaults
 
 from config.api.errors import json_error, surface_of
+from config.demo import demo_tenant
+from tenants.selectors import tenant_by_public_id
 
 ERROR_CODES = [
     ("invalid_request", 400, "The body is malformed JSON, a required field is missing, or a field "
@@ -41,6 +43,19 @@ ERROR_CODES = [
 
 def home(request):
     return render(request, "home.html")
+
+
+def demo(request):
+    """``/demo/``: the widget of the demo tenant (or of ``?tenant=<public id>``) on an ordinary
+    page, embedded as a customer's site embeds it. The page is the service's own origin, which
+    needs no allowed origin. No such tenant: a 404 page that says what to do, never the debug
+    page."""
+    public_id = request.GET.get("tenant")
+    tenant = tenant_by_public_id(public_id) if public_id is not None else demo_tenant()
+    if tenant is None:
+        return render(request, "demo.html", {"asked": public_id}, status=404)
+    return render(request, "demo.html", {
+        "tenant": tenant, "base_url": request.build_absolute_uri("/").rstrip("/")})
 
 
 def error_reference(request):

@@ -7,12 +7,20 @@ placed before it, looks the tenant's origins up first (off the event loop) and t
 handler only reads the answer. The tenant is named by the ``tenant`` query parameter, which the
 widget always sends (preflights included). Origins in ``CORS_ALLOWED_ORIGINS`` are allowed
 everywhere, as the library does by itself.
+
+``/api/widget`` also refuses, readably, a page whose origin the tenant did not allow
+(``widget_origin_check``): the browser would hide a CORS refusal from the widget, which could then
+only say "Failed to fetch" (docs/decisions.md, "Widget and dashboard").
 """
 
 from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
 
+from core.errors import Forbidden
+
+from .models import Tenant
 from .selectors import tenant_by_public_id
 
 PUBLIC_WIDGET_PATHS = ("/api/chat", "/api/widget")
@@ -57,3 +65,35 @@ class WidgetOriginsMiddleware:
 def allow_tenant_origins(sender, request, **kwargs) -> bool:
     origin = request.headers.get("Origin", "").rstrip("/")
     return bool(origin) and origin in getattr(request, "widget_allowed_origins", frozenset())
+
+
+# Where the dashboard's Settings page lets the staff add an origin (templates/dashboard/
+# settings.html: the "Allowed origins" card and its field's label).
+ORIGINS_FIELD = '"Sites that may embed the widget" (dashboard, Settings → Allowed origins)'
+
+
+class OriginNotAllowed(Forbidden):
+    """A browser page whose origin the tenant does not allow asked for its widget."""
+
+    def __init__(self, origin: str, tenant: Tenant):
+        if origin == "null":
+            message = ("A page without an origin (opened from a file, or in a sandboxed frame) "
+                       f"cannot embed the widget of {tenant.public_id}: serve the page over "
+                       f"http(s) and add its origin to {ORIGINS_FIELD}.")
+        else:
+            message = (f"Origin {origin} is not allowed to embed the widget of "
+                       f"{tenant.public_id}: add it to {ORIGINS_FIELD}.")
+        super().__init__(message)
+
+
+def widget_origin_check(request, tenant: Tenant) -> None:
+    """Raises ``OriginNotAllowed`` when a browser on another site's page asks for the tenant's
+    widget and the tenant does not allow that site. Requests without an ``Origin`` (servers,
+    curl, a browser's same-origin GET) and the service's own pages are served."""
+    origin = request.headers.get("Origin", "").rstrip("/")
+    if not origin or origin == f"{request.scheme}://{request.get_host()}":
+        return
+    allowed = {o.rstrip("/") for o in [*tenant.allowed_origins, *settings.CORS_ALLOWED_ORIGINS]
+               if isinstance(o, str)}
+    if origin not in allowed:
+        raise OriginNotAllowed(origin, tenant)

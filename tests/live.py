@@ -60,12 +60,13 @@ class Server(str):
 
 
 @contextlib.contextmanager
-def daphne(env: dict[str, str | None] | None = None) -> Iterator[Server]:
-    """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL.
+def daphne(env: dict[str, str | None] | None = None, port: int | None = None) -> Iterator[Server]:
+    """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL. ``port``:
+    a given one (a server started again where a stopped one was), else a free one.
 
     Its output goes to a file (``server.log``), never to an unread pipe that would fill and
     stall the server."""
-    port = free_port()
+    port = port or free_port()
     log = tempfile.NamedTemporaryFile(prefix="daphne-", suffix=".log", delete=False)  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),

@@ -142,6 +142,8 @@
     ".human{border-color:var(--p)}",
     ".who{display:block;font-size:12px;font-weight:600;color:#4b5563;margin-bottom:2px}",
     ".err{background:#fef2f2;border-color:#fecaca;color:#991b1b}",
+    ".failed{opacity:.7}.undelivered{align-self:flex-end;margin-top:-6px;font-size:12px;color:#b91c1c}",
+    ".retry{font:inherit;font-weight:600;color:inherit;background:none;border:0;padding:0 2px;text-decoration:underline;cursor:pointer}.retry:disabled{text-decoration:none;cursor:default}",
     ".notice{align-self:center;text-align:center;font-size:13px;color:#4b5563;background:#eef2ff;border-radius:10px;padding:6px 12px;max-width:95%}",
     ".actions{display:flex;flex-wrap:wrap;gap:6px;align-self:flex-start;max-width:95%}",
     ".chip{font:inherit;font-size:13px;border:1px solid var(--p);color:var(--p);background:#fff;border-radius:16px;padding:5px 12px;cursor:pointer;text-decoration:none}",
@@ -151,7 +153,7 @@
     "@keyframes b{0%,80%,100%{opacity:.3}40%{opacity:1}}",
     "@media (prefers-reduced-motion:reduce){.dots span{animation:none}}",
     "form{display:flex;gap:8px;padding:10px;border-top:1px solid #e5e7eb;background:#fff}",
-    "textarea{flex:1;resize:none;font:inherit;font-size:16px;border:1px solid #d1d5db;border-radius:10px;padding:8px 10px;max-height:120px;color:#111827;background:#fff}",
+    "textarea{flex:1;resize:none;font:inherit;font-size:16px;border:1px solid #d1d5db;border-radius:10px;padding:8px 10px;max-height:120px;color:#111827;background:#fff}textarea:disabled{background:#f3f4f6}",
     ".send{border:0;border-radius:10px;background:var(--p);color:var(--t);width:44px;cursor:pointer;display:flex;align-items:center;justify-content:center}",
     ".send svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
     "button:focus-visible,a:focus-visible,textarea:focus-visible,.log:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}",
@@ -241,7 +243,8 @@
     list.forEach(function (a) {
       if (a.type === "reply" && a.message) {
         var b = el("button", { "class": "chip", type: "button" }, a.label);
-        b.addEventListener("click", function () { send(a.message); });
+        var m = a.metadata && typeof a.metadata === "object" && !Array.isArray(a.metadata) ? a.metadata : null;
+        b.addEventListener("click", function () { send(a.message, m); });
         row.appendChild(b);
       } else if (a.type === "link" && safeUrl(a.url || "")) {
         row.appendChild(el("a", { "class": "chip", href: a.url, target: "_blank", rel: "noopener noreferrer nofollow" }, a.label));
@@ -249,10 +252,38 @@
     });
     if (row.children.length) { log.appendChild(row); scroll(); }
   }
+  // No configuration (loading, no such chat): nothing to type or send.
   function setSending(v) {
     S.sending = v;
-    sendBtn.disabled = v;
+    sendBtn.disabled = v || !S.config;
+    input.disabled = !S.config;
     log.setAttribute("aria-busy", v ? "true" : "false");
+  }
+  // A message that failed is marked, with a Retry (after a 429's Retry-After): never a new bubble.
+  function undelivered(node, wait) {
+    var row = el("div", { "class": "undelivered" }, "Not delivered · ");
+    var retry = el("button", { "class": "retry", type: "button" });
+    var until = Date.now() + wait * 1000;
+    function tick() {
+      var left = Math.ceil((until - Date.now()) / 1000);
+      retry.disabled = left > 0;
+      retry.textContent = left > 0 ? "Retry in " + left + " s" : "Retry";
+      if (left > 0) later(tick, 1000);
+    }
+    retry.addEventListener("click", function () {
+      if (S.sending) return;
+      row.remove();
+      node.classList.remove("failed");
+      send(node._text, node._meta, node);
+    });
+    tick();
+    row.appendChild(retry);
+    node.classList.add("failed");
+    log.insertBefore(row, node.nextSibling);
+    scroll();
+  }
+  function zone() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return ""; }
   }
 
   // --- Server-Sent Events over fetch (EventSource cannot POST) -------------------------------
@@ -287,11 +318,13 @@
     connectLive();
   }
 
-  function send(text, retried) {
+  // extra: an action's metadata; node: the bubble of a message sent again (moved to the end).
+  function send(text, extra, node) {
     text = String(text || "").trim();
-    if (!text || S.sending || S.destroyed) return;
+    if (!text || S.sending || S.destroyed || !S.config) return;
     clearActions();
-    if (!retried) { bubble("user", text); S.talked = true; }
+    if (node) log.appendChild(node);
+    else { node = bubble("user", text); node._text = text; node._meta = extra; S.talked = true; }
     setSending(true);
     var reply = el("div", { "class": "msg bot" });
     reply.appendChild(el("span", { "class": "sr" }, "Assistant: "));
@@ -300,7 +333,7 @@
     reply.appendChild(body);
     log.appendChild(reply);
     scroll();
-    var content = "", frame = 0, tenant = S.tenant;
+    var content = "", frame = 0, tenant = S.tenant, started = false;
     function paint() {
       frame = 0;
       body.className = "";
@@ -311,27 +344,34 @@
     }
     var ctrl = window.AbortController ? new AbortController() : null;
     S.controller = ctrl;
-    var payload = { message: text, visitorId: S.visitorId, stream: true,
-      metadata: { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) } };
+    var metadata = { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) };
+    for (var k in extra || {}) metadata[k] = extra[k];
+    if (zone()) metadata.timezone = zone();
+    var payload = { message: text, visitorId: S.visitorId, stream: true, metadata: metadata };
     if (S.sessionId) payload.sessionId = S.sessionId;
     fetch(BASE + "/api/chat?" + q({ tenant: tenant }), {
       method: "POST", mode: "cors", credentials: "omit", signal: ctrl && ctrl.signal,
       headers: { "Content-Type": "application/json", "Accept": "text/event-stream" },
       body: JSON.stringify(payload)
     }).then(function (res) {
-      if (res.status === 404 && S.sessionId && !retried) {
+      if (res.status === 404 && S.sessionId) {
         // The stored session is unknown here (another database, another visitor): start anew.
         S.sessionId = null;
         store("session", null);
         reply.remove();
         setSending(false);
-        send(text, true);
+        send(text, extra, node);
         return "retried";
       }
-      if (!res.ok || !res.body) throw new Error("HTTP " + res.status);
+      if (!res.ok || !res.body) {
+        var e = new Error("HTTP " + res.status);
+        e.wait = res.status === 429 ? parseInt(res.headers.get("Retry-After"), 10) || 0 : 0;
+        throw e;
+      }
       return readEvents(res.body, function (name, data) {
         if (tenant !== S.tenant) return;
         if (name === "message_start") {
+          started = true;
           S.seen[data.id] = 1;
           setSession(data.sessionId);
         } else if (name === "content_delta") {
@@ -355,9 +395,11 @@
       });
     }).catch(function (err) {
       if (S.destroyed || (err && err.name === "AbortError")) return;
+      if (!started) { reply.remove(); undelivered(node, err.wait || 0); return; }
+      // Delivered, but the reply broke off: what came stays.
       reply.classList.add("err");
       body.className = "";
-      body.textContent = "Sorry, we could not reach the assistant. Please try again.";
+      body.textContent = (content ? content + "\n\n" : "") + "The reply was interrupted. Please try again.";
     }).then(function (outcome) {
       if (outcome === "retried" || S.destroyed) return;
       if (S.controller === ctrl) S.controller = null;
@@ -428,18 +470,29 @@
     if (fresh) store("session", null);
     S.sessionId = load("session");
     var tenant = S.tenant;
+    // Its refusals are readable from any page: a 403 names the origin to allow (docs/widget.md).
     fetch(BASE + "/api/widget?" + q({ tenant: tenant, visitorId: S.visitorId }), { mode: "cors", credentials: "omit" })
-      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(function (r) {
+        return r.json().then(function (body) {
+          if (r.ok) return body;
+          var e = new Error(body.error || "HTTP " + r.status);
+          e.status = r.status;
+          throw e;
+        });
+      })
       .then(function (config) {
         if (tenant !== S.tenant || S.destroyed) return;
         S.config = config;
+        setSending(false);
         look();
         if (!host.isConnected) document.body.appendChild(host);
         if (S.sessionId) connectLive();
         if (S.wantOpen) api.open();
       })
       .catch(function (err) {
-        if (window.console) console.warn("ServiceWidget: no configuration for tenant " + tenant + " (" + err.message + ")");
+        if (tenant !== S.tenant || S.destroyed) return;
+        if (window.console) console.warn("ServiceWidget: " + (err.status === 403 ? err.message : "no configuration for tenant " + tenant + " (" + err.message + ")"));
+        if (host.isConnected) { S.failed = true; notice("This chat isn't available."); if (S.wantOpen) api.open(); }
       });
   }
   function reset() {
@@ -449,7 +502,7 @@
     timers.forEach(clearTimeout);
     timers = [];
     setSending(false);
-    S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
+    S.failed = false; S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
     badge.hidden = true;
     log.textContent = "";
   }
@@ -460,7 +513,7 @@
   on(form, "submit", function (e) {
     e.preventDefault();
     var text = input.value;
-    if (!text.trim() || S.sending) return;
+    if (!text.trim() || S.sending || !S.config) return;
     input.value = "";
     grow();
     send(text);
@@ -479,7 +532,7 @@
     open: function () {
       if (S.destroyed) return;
       S.wantOpen = true;
-      if (!S.config) return;
+      if (!S.config && !S.failed) return;
       S.isOpen = true;
       panel.hidden = false;
       wrap.classList.add("open");
@@ -503,9 +556,9 @@
     },
     setTenant: function (id) {
       if (S.destroyed || !id) return;
+      S.config = null;
       reset();
       S.tenant = String(id);
-      S.config = null;
       start(true);
     },
     update: function (options) {

@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from apikeys.models import ApiKey
 from apikeys.services import api_key_authenticate
 from tenants.models import Tenant
+from tenants.services import tenant_set_allowed_origins
 
 
 def run(*args) -> str:
@@ -117,6 +118,42 @@ def test_demo_tenant_is_created_once_then_reused(settings, tmp_path, api):
     assert Tenant.objects.filter(name="Demo Company").count() == 1
     r = api.get("/api/v1/users", headers={"Authorization": f"Bearer {state['keys']['live']['read']}"})
     assert [u["email"] for u in r.json()["data"]] == ["rep@demo.example"]
+
+
+@pytest.mark.django_db
+def test_demo_tenant_allows_the_local_origins_and_prints_where_to_go(settings, tmp_path, api):
+    """The widget of the demo tenant works at once on pages of the server (127.0.0.1 and
+    localhost on its port); the origins are added once, and those a person added are kept."""
+    settings.VAR_DIR = tmp_path
+    out = run("demo_tenant", "--base-url", "http://127.0.0.1:8123")
+    state = json.loads((tmp_path / "demo-tenant.json").read_text())
+    public_id = state["tenant"]["publicId"]
+    tenant = Tenant.objects.get(public_id=public_id)
+    assert tenant.allowed_origins == ["http://127.0.0.1:8123", "http://localhost:8123"]
+    for line in ("  Demo page:     http://127.0.0.1:8123/demo/",
+                 "  Dashboard:     http://127.0.0.1:8123/dashboard/",
+                 "Widget allowed on: http://127.0.0.1:8123, http://localhost:8123"):
+        assert line in out
+    # The keys and the URLs are in one block: the demo page's line beside the keys.
+    lines = out.splitlines()
+    assert lines.index("URLs:") > lines.index("API keys:")
+    for origin in ("http://localhost:8123", "http://127.0.0.1:8123"):
+        r = api.get(f"/api/widget?tenant={public_id}", headers={"Origin": origin})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == origin
+
+    # A person adds their site; a later run on another port adds that port's, removes nothing.
+    tenant_set_allowed_origins(tenant=tenant, origins=[*tenant.allowed_origins,
+                                                       "https://www.demo.example"])
+    run("demo_tenant", "--base-url", "http://127.0.0.1:8123")
+    run("demo_tenant", "--base-url", "http://localhost:9000")
+    tenant.refresh_from_db()
+    assert tenant.allowed_origins == ["http://127.0.0.1:8123", "http://localhost:8123",
+                                      "https://www.demo.example", "http://localhost:9000",
+                                      "http://127.0.0.1:9000"]
+    # Served on every interface, the browser still names it 127.0.0.1 or localhost.
+    run("demo_tenant", "--base-url", "http://0.0.0.0:8124")
+    tenant.refresh_from_db()
+    assert tenant.allowed_origins[-2:] == ["http://127.0.0.1:8124", "http://localhost:8124"]
 
 
 def test_reset_admin_token_ends_the_old_one(api, kit):

@@ -20,6 +20,7 @@ from conversations import live
 from conversations.api.sse import event_stream_response, frame
 from conversations.models import Conversation
 from core.errors import NotFound
+from tenants.cors import widget_origin_check
 from tenants.models import Tenant
 from tenants.selectors import tenant_by_public_id
 from widget.models import Position
@@ -67,15 +68,24 @@ class WidgetConfigView(PublicLegacyAPIView):
     def rate_limit_tenant(self, request) -> Tenant | None:
         return _tenant_in_query(request)
 
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        # Any page may read why there is no configuration (an origin not allowed, an unknown
+        # tenant, a rate limit): the answer holds nothing of the tenant's, and the widget can
+        # then say why instead of the browser's bare "Failed to fetch" (docs/widget.md).
+        response["Access-Control-Allow-Origin"] = "*"
+        return response
+
     @extend_schema(
         operation_id="legacy_widget_config",
         auth=[],
         parameters=[WidgetQuery],
-        responses={200: WidgetConfigSerializer, **legacy_errors(400, 404, public=True)},
+        responses={200: WidgetConfigSerializer, **legacy_errors(400, 403, 404, public=True)},
     )
     def get(self, request):
         query = parse_query(request, WidgetQuery)
         tenant = _tenant(query["tenant"])
+        widget_origin_check(request, tenant)  # before the visit: a refused page is no visit
         if query.get("visitorId"):
             record_widget_visit(tenant=tenant, visitor_id=query["visitorId"], livemode=True)
         look = widget_look(tenant=tenant)
