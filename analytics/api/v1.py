@@ -17,7 +17,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from config.api.fields import PrefixedIdField, TimestampField
-from config.api.query import DateOrDateTimeField, PageQuery, parse_query
+from config.api.query import DateOrDateTimeField, DayField, PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from conversations.models import Channel
@@ -153,8 +153,8 @@ def activity_event(event: Event) -> dict[str, Any]:
 # --- input ----------------------------------------------------------------------------------
 
 class RangeQuery(serializers.Serializer):
-    startDate = serializers.DateField(required=False, help_text="ISO 8601 date (UTC)")
-    endDate = serializers.DateField(required=False, help_text="ISO 8601 date (UTC)")
+    startDate = DayField(required=False)
+    endDate = DayField(required=False)
 
 
 class OverviewQuery(RangeQuery):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -26,6 +25,7 @@ from tenants.models import Tenant
 from tenants.selectors import tenant_by_public_id
 
 from .chat import answer_chat
+from .sse import CHAT_EVENTS, event_schema
 from .v1 import (
     SESSION_MESSAGE_CAP,
     STREAM_DOC,
@@ -208,7 +208,7 @@ class PublicChatView(PublicLegacyAPIView):
                 "handoff": HandoffSerializer(required=False),
                 "events": serializers.ListField(child=serializers.DictField()),
             }), description="The reply."),
-            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=STREAM_DOC),
+            (200, "text/event-stream"): OpenApiResponse(event_schema(CHAT_EVENTS), description=STREAM_DOC),
             **legacy_errors(404, 503, public=True, body=True),
         },
     )

@@ -9,6 +9,19 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 
+# The events of a chat request's stream (both surfaces: the specification's v1 names).
+CHAT_EVENTS = ("message_start", "content_delta", "message_end", "error")
+
+
+def event_schema(events: tuple[str, ...]) -> dict[str, Any]:
+    """One event of a ``text/event-stream`` response, as OpenAPI 3.0 describes a stream (its
+    ``schema`` is each event's, read as ``{event, data}``): the event's name and its fields as
+    JSON text."""
+    return {"type": "object", "required": ["event", "data"], "properties": {
+        "event": {"type": "string", "enum": list(events)},
+        "data": {"type": "string", "description": "The event's fields, as a JSON object."},
+    }}
+
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()

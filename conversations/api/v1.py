@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -31,6 +30,7 @@ from core.pagination import paginate
 from core.timestamps import format_timestamp
 
 from .chat import answer_chat
+from .sse import CHAT_EVENTS, event_schema
 
 # The stream of a chat request with stream=true (docs/conversations.md, "Streaming").
 STREAM_DOC = ("With stream=true (and Accept: text/event-stream): Server-Sent Events, "
@@ -237,7 +237,7 @@ class ChatViewSet(V1ViewSet):
         responses={
             (200, "application/json"): OpenApiResponse(ChatResponseSerializer,
                                                        description="The reply."),
-            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=STREAM_DOC),
+            (200, "text/event-stream"): OpenApiResponse(event_schema(CHAT_EVENTS), description=STREAM_DOC),
             **v1_errors(404, 502, 503, 504, body=True),
         },
     )

@@ -25,7 +25,7 @@ from config.api.fields import (
     StatedListField,
     TimestampField,
 )
-from config.api.query import PageQuery, parse_query
+from config.api.query import DayField, PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 
@@ -128,8 +128,8 @@ class LeadListQuery(PageQuery):
     source = serializers.ChoiceField(choices=LeadSource.values, required=False)
     sortBy = serializers.ChoiceField(choices=SORT_FIELDS, default="createdAt")
     sortOrder = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
-    createdAfter = serializers.DateField(required=False)
-    createdBefore = serializers.DateField(required=False)
+    createdAfter = DayField(required=False)
+    createdBefore = DayField(required=False)
 
     def validate(self, attrs):
         after, before = attrs.get("createdAfter"), attrs.get("createdBefore")

@@ -155,3 +155,32 @@ def test_answers_with_tenant_data_are_never_stored_by_a_cache(api, kit, path, sc
 def test_the_widget_configuration_keeps_its_own_cache_policy(api, kit):
     r = api.get(f"/api/widget?tenant={kit.tenant.public_id}")
     assert r.status_code == 200 and r.headers["cache-control"] == "public, max-age=60"
+
+
+# --- dates at the edges of the calendar ----------------------------------------------------------
+
+@pytest.mark.parametrize("query", [
+    "/api/v1/analytics/overview?endDate=9999-12-31",
+    "/api/v1/analytics/overview?startDate=0001-01-01&endDate=0001-01-31&compareWith=previous_year",
+    "/api/v1/analytics/overview?startDate=0001-01-01&endDate=0001-01-31&compareWith=previous_period",
+    "/api/v1/analytics/funnel?channel=slack&endDate=0001-01-01",
+    "/api/v1/analytics/activity?startDate=0001-01-01T00:00:00Z",
+    "/api/v1/analytics/activity?endDate=9999-12-31",
+    "/api/v1/leads?createdBefore=9999-12-31",
+    "/api/v1/leads?createdAfter=0001-01-01",
+    "/api/v1/conversations?startDate=0001-01-01",
+    "/api/v1/conversations?endDate=9999-12-31T23:59:59Z",
+])
+def test_a_date_outside_the_supported_days_is_out_of_range(api, kit, query):
+    details = _v1_details(api.get(query, headers=kit.auth("read")))
+    assert details and {d["code"] for d in details} == {"out_of_range"}, details
+    assert all("1900-01-01 and 9998-12-31" in d["message"] for d in details)
+
+
+def test_the_last_supported_days_still_answer(api, kit):
+    for query in ("/api/v1/analytics/overview?startDate=9998-01-01&endDate=9998-12-31",
+                  "/api/v1/analytics/overview?startDate=1900-01-01&endDate=1900-01-31"
+                  "&compareWith=previous_year",
+                  "/api/v1/leads?createdBefore=9998-12-31&createdAfter=1900-01-01"):
+        r = api.get(query, headers=kit.auth("read"))
+        assert r.status_code in (200, 422), (query, r.status_code, r.text)

@@ -17,7 +17,7 @@ from config.api.renderers import JSONRenderer
 from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
 from conversations import live
-from conversations.api.sse import event_stream_response, frame
+from conversations.api.sse import event_schema, event_stream_response, frame
 from conversations.models import Conversation
 from core.errors import NotFound
 from tenants.cors import widget_origin_check
@@ -145,7 +145,8 @@ class ChatStreamView(PublicLegacyAPIView):
             OpenApiParameter("visitorId", str, required=True, description="The visitor's id."),
         ],
         responses={
-            200: OpenApiResponse(
+            (200, "text/event-stream"): OpenApiResponse(
+                event_schema(("session", "message", "status")),
                 description="text/event-stream: `session` {sessionId, status, agent, messages} "
                             "first, then `message` {id, role, content, author, createdAt} and "
                             "`status` {status, agent} as they happen (docs/widget.md)."),
