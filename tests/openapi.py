@@ -7,10 +7,12 @@ test that received it.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
+import jsonschema
 from openapi_core import OpenAPI
 from openapi_core.templating.paths.exceptions import OperationNotFound, PathNotFound
 from openapi_core.testing import MockRequest, MockResponse
@@ -44,9 +46,9 @@ def validate(response: httpx.Response) -> None:
         path=url.path,
         args=dict(parse_qsl(url.query)),
     )
-    # An event stream is text: no deserializer of openapi-core reads its bytes.
-    body = response.text if content_type == "text/event-stream" else response.content
-    mock = MockResponse(body, status_code=response.status_code,
+    if content_type == "text/event-stream":
+        return _validate_events(surface, response, url.path)
+    mock = MockResponse(response.content, status_code=response.status_code,
                         content_type=content_type or "application/json",
                         headers=dict(response.headers))
     try:
@@ -58,3 +60,24 @@ def validate(response: httpx.Response) -> None:
             f"{response.request.method} {url.path} -> {response.status_code} does not match the "
             f"OpenAPI schema: {exc!r}\n{getattr(exc, '__cause__', '')}\nbody: {response.text[:500]}"
         ) from exc
+
+
+def _validate_events(surface: str, response: httpx.Response, path: str) -> None:
+    """An event stream, event by event: OpenAPI 3.0 gives a ``text/event-stream`` response the
+    schema of each event, read as ``{event, data}`` (conversations/api/sse.py)."""
+    schema = _stream_schema(surface, response.request.method.lower(), path, response.status_code)
+    assert schema is not None, f"{response.request.method} {path} -> {response.status_code}: no " \
+        "text/event-stream response is documented"
+    for block in response.text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines()
+                      if line and not line.startswith(":"))
+        if fields:
+            jsonschema.validate(fields, schema)
+
+
+def _stream_schema(surface: str, method: str, path: str, status: int) -> dict | None:
+    for template, operations in schema_dict(surface)["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^/]+\}", "[^/]+", template), path) and method in operations:
+            content = operations[method]["responses"].get(str(status), {}).get("content", {})
+            return content.get("text/event-stream", {}).get("schema")
+    return None

@@ -1,5 +1,6 @@
 """What no endpoint accepts, whatever its fields: text that PostgreSQL cannot store or that is
-not text at all (NUL, lone UTF-16 surrogates), and JSON nested deeper than any request needs.
+not text at all (NUL, lone UTF-16 surrogates), text that displays in another order than it
+reads (bidirectional overrides), and JSON nested deeper than any request needs.
 
 String fields refuse NUL and surrogates through DRF's validators; object fields (``customFields``,
 ``metadata``) hold arbitrary JSON, which ``jsonb`` refuses when it contains NUL and which cannot
@@ -9,6 +10,7 @@ each endpoint answers 400 with the field, as it does for a string field."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
@@ -21,17 +23,24 @@ from rest_framework.exceptions import ParseError, ValidationError
 # objects a client sends), shallow enough that no code that walks a value can overflow.
 MAX_DEPTH = 64
 NUL_MESSAGE = "Null characters are not allowed."
+# Unicode's bidirectional embeddings, overrides and isolates: invisible, they make text display
+# in another order than it is stored ("invoice\u202efdp.exe" shows as "invoiceexe.pdf"), which
+# spoofs names and links in the dashboard and in receivers' systems (Trojan Source, CVE-2021-42574).
+# The marks a right-to-left language needs (U+200E, U+200F, U+061C) stay allowed.
+BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
+_UNFIT = re.compile(f"[\ud800-\udfff{BIDI_CONTROLS}]")  # one C-speed scan of non-ASCII text
 
 
 def text_problem(value: str) -> str | None:
     """Why ``value`` is not storable text, or None."""
     if "\x00" in value:
         return NUL_MESSAGE
-    if not value.isascii():
-        for char in value:
-            if "\ud800" <= char <= "\udfff":
-                return f"Surrogate characters are not allowed: U+{ord(char):X}."
-    return None
+    if value.isascii() or (found := _UNFIT.search(value)) is None:
+        return None
+    char = found.group()
+    if "\ud800" <= char <= "\udfff":
+        return f"Surrogate characters are not allowed: U+{ord(char):X}."
+    return f"Bidirectional control characters are not allowed: U+{ord(char):X}."
 
 
 def shown(key: str) -> str:
@@ -39,7 +48,7 @@ def shown(key: str) -> str:
     names them can be encoded."""
     if text_problem(key) is None:
         return key
-    return "".join(f"\\u{ord(c):04x}" if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in key)
+    return "".join(f"\\u{ord(c):04x}" if c == "\x00" or _UNFIT.match(c) else c for c in key)
 
 
 def check_document(data: Any) -> None:

@@ -184,3 +184,14 @@ def test_the_last_supported_days_still_answer(api, kit):
                   "/api/v1/leads?createdBefore=9998-12-31&createdAfter=1900-01-01"):
         r = api.get(query, headers=kit.auth("read"))
         assert r.status_code in (200, 422), (query, r.status_code, r.text)
+
+
+def test_bidirectional_overrides_are_refused_and_right_to_left_text_is_not(api, kit):
+    headers = {**kit.auth("write"), "Content-Type": "application/json"}
+    r = api.post("/api/v1/leads", headers=headers,
+                 content=_raw({"email": "rtl@example.com", "name": "invoice\u202efdp.exe"}))
+    assert [(d["field"], d["message"]) for d in _v1_details(r)] == [
+        ("name", "Bidirectional control characters are not allowed: U+202E.")]
+    r = api.post("/api/v1/leads", headers=headers,
+                 content=_raw({"email": "rtl@example.com", "name": "\u200fمحمد علي", "company": "שלום"}))
+    assert r.status_code == 201 and r.json()["name"] == "\u200fمحمد علي"
