@@ -65,7 +65,10 @@ def validate(response: httpx.Response) -> None:
 def _validate_events(surface: str, response: httpx.Response, path: str) -> None:
     """An event stream, event by event: OpenAPI 3.0 gives a ``text/event-stream`` response the
     schema of each event, read as ``{event, data}`` (conversations/api/sse.py)."""
-    schema = _stream_schema(surface, response.request.method.lower(), path, response.status_code)
+    found, schema = _stream_schema(surface, response.request.method.lower(), path,
+                                   response.status_code)
+    if not found:
+        return  # an undocumented path or method (the tests' probe views)
     assert schema is not None, f"{response.request.method} {path} -> {response.status_code}: no " \
         "text/event-stream response is documented"
     for block in response.text.split("\n\n"):
@@ -75,9 +78,10 @@ def _validate_events(surface: str, response: httpx.Response, path: str) -> None:
             jsonschema.validate(fields, schema)
 
 
-def _stream_schema(surface: str, method: str, path: str, status: int) -> dict | None:
+def _stream_schema(surface: str, method: str, path: str, status: int) -> tuple[bool, dict | None]:
+    """Whether the operation is documented, and its event stream's schema for ``status``."""
     for template, operations in schema_dict(surface)["paths"].items():
         if re.fullmatch(re.sub(r"\{[^/]+\}", "[^/]+", template), path) and method in operations:
             content = operations[method]["responses"].get(str(status), {}).get("content", {})
-            return content.get("text/event-stream", {}).get("schema")
-    return None
+            return True, content.get("text/event-stream", {}).get("schema")
+    return False, None

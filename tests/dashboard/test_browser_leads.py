@@ -42,8 +42,9 @@ REPLY = ("Hi, Mia here. **Happy to help** — see [the docs](https://example.com
 
 
 def _chat(base: str, key: str, message: str, session: str | None = None,
-          visitor: str = "sam") -> dict:
-    body = {"message": message, "visitorId": visitor, **({"sessionId": session} if session else {})}
+          visitor: str = "sam", metadata: dict | None = None) -> dict:
+    body = {"message": message, "visitorId": visitor, **({"sessionId": session} if session else {}),
+            **({"metadata": metadata} if metadata else {})}
     r = httpx.post(f"{base}/api/v1/chat", json=body, timeout=30,
                    headers={"Authorization": f"Bearer {key}"})
     assert r.status_code == 200, r.text
@@ -61,8 +62,9 @@ def stack(tmp_path_factory):
         # Sam books a demo through the chat, as a visitor does.
         sid = _chat(base, key, "I'm Sam Lee, CTO at Umbrella, sam@umbrella.io")["sessionId"]
         offered = _chat(base, key, "Can we book a demo?", sid)
-        slot = next(a for a in offered["suggestedActions"] if a["type"] == "reply")
-        assert "confirmation by email" in _chat(base, key, slot["message"], sid)["content"]
+        slot = next(a for a in offered["suggestedActions"] if "slot" in a.get("metadata", {}))
+        booked = _chat(base, key, slot["message"], sid, metadata=slot["metadata"])["content"]
+        assert booked.startswith("You're booked for"), booked
         yield {"base": base, "browser": chromium, "key": key}
 
 
