@@ -1,5 +1,5 @@
 """``GET /api/health``: is the service able to serve? A real query, a cache round trip and a
-broker connection, each with a short timeout."""
+broker round trip, each with a short timeout."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from config.api.views import PublicLegacyAPIView
+from config.celery import app as celery_app
 
 logger = logging.getLogger("salesagent.health")
 
@@ -49,8 +50,12 @@ def check_cache() -> None:
 
 def check_broker() -> None:
     with Connection(settings.CELERY_BROKER_URL, connect_timeout=2,
+                    transport=settings.CELERY_BROKER_TRANSPORT,
                     transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS) as conn:
         conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=2)
+        if settings.CELERY_BROKER_TRANSPORT:
+            # The SQLite broker connects lazily: ask its file how many tasks wait.
+            conn.default_channel.queue_declare(queue=celery_app.conf.task_default_queue)
 
 
 CHECKS = {"database": check_database, "cache": check_cache, "broker": check_broker}

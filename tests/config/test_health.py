@@ -31,12 +31,24 @@ def test_cache_down_is_503_naming_the_cache(api, db):
     assert "127.0.0.1" not in r.text  # the failure's kind, not its internals
 
 
-@override_settings(CELERY_BROKER_URL=DEAD_REDIS, CELERY_BROKER_TRANSPORT_OPTIONS={})
+@override_settings(CELERY_BROKER_URL=DEAD_REDIS, CELERY_BROKER_TRANSPORT=None,
+                   CELERY_BROKER_TRANSPORT_OPTIONS={})
 def test_broker_down_is_503_naming_the_broker(api, db):
     r = api.get("/api/health")
     assert r.status_code == 503
     assert r.json()["error"] == "Unavailable: broker"
     assert r.json()["components"]["broker"]["status"] == "down"
+
+
+def test_a_sqlite_broker_that_cannot_be_opened_is_down(api, db, settings, tmp_path):
+    """The SQLite broker opens its file only when used: the check asks it for the queue."""
+    settings.CELERY_BROKER_URL = f"sqlite:///{tmp_path / 'missing-folder' / 'broker.sqlite3'}"
+    r = api.get("/api/health")
+    assert r.status_code == 503
+    assert r.json()["error"] == "Unavailable: broker"
+    assert r.json()["components"]["broker"] == {
+        "status": "down", "error": "OperationalError",
+        "latencyMs": r.json()["components"]["broker"]["latencyMs"]}
 
 
 @pytest.mark.live  # daphne
