@@ -187,6 +187,10 @@ else:
     # enqueueing) instead of failing with "database is locked".
     CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}
 
+# Set by ``manage.py serve`` for its children: where it writes their states, which /api/health
+# reports (config/management/commands/serve.py).
+SERVE_STATE_FILE = env_str("SERVE_STATE_FILE")
+
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
