@@ -47,6 +47,8 @@ def test_broker_down_is_503_naming_the_broker(api, db):
 def test_a_sqlite_broker_that_cannot_be_opened_is_down(api, db, settings, tmp_path):
     """The SQLite broker opens its file only when used: the check asks it for the queue."""
     settings.CELERY_BROKER_URL = f"sqlite:///{tmp_path / 'missing-folder' / 'broker.sqlite3'}"
+    settings.CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # on Redis too (CI)
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}
     r = api.get("/api/health")
     assert r.status_code == 503
     assert r.json()["error"] == "Unavailable: broker"
