@@ -1,7 +1,7 @@
 """The Celery application: webhook delivery, document indexing and the periodic sweepers.
 
-Broker: Redis when ``REDIS_URL`` is set, otherwise kombu's filesystem transport under ``var/``,
-so that the embedded default runs a real worker without any server.
+Broker: Redis when ``REDIS_URL`` is set, otherwise a SQLite file under ``var/celery/``
+(config/broker.py), so that the embedded default runs a real worker without any server.
 """
 
 import os

@@ -1,7 +1,7 @@
 """Settings of the service, read from the environment.
 
 With nothing set, the service runs on its embedded default: SQLite under ``var/``, a local
-memory cache, an in-memory channel layer and Celery on kombu's filesystem transport. With
+memory cache, an in-memory channel layer and Celery on a SQLite file (config/broker.py). With
 ``DATABASE_URL`` and ``REDIS_URL`` it runs on PostgreSQL and Redis. See README.md,
 "Configuration".
 """
@@ -172,25 +172,25 @@ if REDIS_URL:
         }
     }
     CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT: str | None = None  # the URL's scheme says which
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # kombu's SQLAlchemy transport on a SQLite file of its own (config/broker.py): a message is
+    # one row written in one transaction, so a worker never reads half of one, as it could from
+    # the filesystem transport (docs/decisions.md, "The embedded default's broker").
     _broker_dir = VAR_DIR / "celery"
-    for sub in ("queue", "processed", "control"):
-        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        # kombu's default is ./control, in whatever directory the process started.
-        "control_folder": str(_broker_dir / "control"),
-        "store_processed": False,
-        # An idle worker looks for new messages this often (kombu's default is every second):
-        # a webhook's first attempt should leave well within a second of its event.
-        "polling_interval": 0.1,
-    }
+    _broker_dir.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = f"sqlite:///{_broker_dir / 'broker.sqlite3'}"
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
+    # Writers wait up to this long for SQLite's lock (a worker claiming, another process
+    # enqueueing) instead of failing with "database is locked".
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}
+
+# Set by ``manage.py serve`` for its children: where it writes their states, which /api/health
+# reports (config/management/commands/serve.py).
+SERVE_STATE_FILE = env_str("SERVE_STATE_FILE")
 
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -1,4 +1,8 @@
-"""GET /api/health: public, checks the database, the cache and the broker for real."""
+"""GET /api/health: public, checks the database, the cache and the broker for real; under
+``manage.py serve``, also reports its worker and beat (tests/config/test_serve.py runs serve)."""
+
+import json
+import time
 
 import pytest
 from django.test import override_settings
@@ -31,12 +35,94 @@ def test_cache_down_is_503_naming_the_cache(api, db):
     assert "127.0.0.1" not in r.text  # the failure's kind, not its internals
 
 
-@override_settings(CELERY_BROKER_URL=DEAD_REDIS, CELERY_BROKER_TRANSPORT_OPTIONS={})
+@override_settings(CELERY_BROKER_URL=DEAD_REDIS, CELERY_BROKER_TRANSPORT=None,
+                   CELERY_BROKER_TRANSPORT_OPTIONS={})
 def test_broker_down_is_503_naming_the_broker(api, db):
     r = api.get("/api/health")
     assert r.status_code == 503
     assert r.json()["error"] == "Unavailable: broker"
     assert r.json()["components"]["broker"]["status"] == "down"
+
+
+def test_a_sqlite_broker_that_cannot_be_opened_is_down(api, db, settings, tmp_path):
+    """The SQLite broker opens its file only when used: the check asks it for the queue."""
+    settings.CELERY_BROKER_URL = f"sqlite:///{tmp_path / 'missing-folder' / 'broker.sqlite3'}"
+    settings.CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # on Redis too (CI)
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}
+    r = api.get("/api/health")
+    assert r.status_code == 503
+    assert r.json()["error"] == "Unavailable: broker"
+    assert r.json()["components"]["broker"] == {
+        "status": "down", "error": "OperationalError",
+        "latencyMs": r.json()["components"]["broker"]["latencyMs"]}
+
+
+def _serve_state(path, *, updated_ago=0.0, **children) -> str:
+    """A state file as ``manage.py serve`` writes it (config/management/commands/serve.py)."""
+    running = {"running": True, "pid": 4242, "downSince": None, "restarts": 0, "lastExit": None}
+    state = {"updatedAt": time.time() - updated_ago, "pid": 4141,
+             "children": {"web": running, "worker": running, "beat": running, **children}}
+    path.write_text(json.dumps(state))
+    return str(path)
+
+
+def test_under_serve_the_worker_and_beat_are_reported(api, db, settings, tmp_path):
+    settings.SERVE_STATE_FILE = _serve_state(tmp_path / "serve.json")
+    r = api.get("/api/health")
+    assert r.status_code == 200
+    data = r.json()
+    assert data["status"] == "ok" and "degraded" not in data
+    assert set(data["components"]) == {"database", "cache", "broker", "worker", "beat"}
+    assert data["components"]["worker"]["status"] == "ok"
+    assert data["components"]["worker"]["restarts"] == 0
+
+
+def test_a_worker_down_for_a_while_is_degraded_and_named(api, db, settings, tmp_path):
+    down = {"running": False, "pid": None, "downSince": time.time() - 30, "restarts": 4,
+            "lastExit": "killed by SIGKILL"}
+    settings.SERVE_STATE_FILE = _serve_state(tmp_path / "serve.json", worker=down)
+    r = api.get("/api/health")
+    assert r.status_code == 200  # the API serves; background work waits
+    data = r.json()
+    assert data["status"] == "degraded"
+    assert data["degraded"] == ["worker"]
+    worker = data["components"]["worker"]
+    assert worker["status"] == "down" and worker["error"] == "killed by SIGKILL"
+    assert worker["restarts"] == 4 and worker["downSince"].endswith("Z")
+    assert data["components"]["beat"]["status"] == "ok"
+    assert data["components"]["database"]["status"] == "ok"
+
+
+def test_a_worker_being_restarted_is_not_yet_degraded(api, db, settings, tmp_path):
+    restarting = {"running": False, "pid": None, "downSince": time.time() - 1, "restarts": 1,
+                  "lastExit": "exited with status 1"}
+    settings.SERVE_STATE_FILE = _serve_state(tmp_path / "serve.json", worker=restarting)
+    r = api.get("/api/health")
+    assert r.status_code == 200
+    assert r.json()["status"] == "ok"
+    assert r.json()["components"]["worker"]["status"] == "restarting"
+
+
+def test_a_silent_serve_is_degraded(api, db, settings, tmp_path):
+    """serve rewrites its file every 2 s: an old one means nobody restarts anything."""
+    settings.SERVE_STATE_FILE = _serve_state(tmp_path / "serve.json", updated_ago=60)
+    r = api.get("/api/health")
+    assert r.status_code == 200
+    assert r.json()["status"] == "degraded" and r.json()["degraded"] == ["supervisor"]
+    assert r.json()["components"]["supervisor"]["status"] == "down"
+    assert "worker" not in r.json()["components"]
+
+
+@override_settings(CACHES={"default": {
+    "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": DEAD_REDIS}})
+def test_unavailable_and_degraded_at_once(api, db, settings, tmp_path):
+    down = {"running": False, "pid": None, "downSince": time.time() - 30, "restarts": 0,
+            "lastExit": "exited with status 1"}
+    settings.SERVE_STATE_FILE = _serve_state(tmp_path / "serve.json", beat=down)
+    r = api.get("/api/health")
+    assert r.status_code == 503
+    assert r.json()["error"] == "Unavailable: cache"  # only what makes the service unavailable
+    assert r.json()["status"] == "unavailable" and r.json()["degraded"] == ["beat"]
 
 
 @pytest.mark.live  # daphne

@@ -28,6 +28,7 @@ out = {
     "cache": settings.CACHES["default"]["BACKEND"],
     "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
     "broker": settings.CELERY_BROKER_URL,
+    "broker_transport": settings.CELERY_BROKER_TRANSPORT,
     "https": settings.V1_REQUIRE_HTTPS,
     "proxy": list(getattr(settings, "SECURE_PROXY_SSL_HEADER", None) or []),
     "cors": settings.CORS_ALLOWED_ORIGINS,
@@ -60,7 +61,9 @@ def test_embedded_default(tmp_path):
     assert out["conn_max_age"] == 0
     assert out["cache"].endswith("LocMemCache")
     assert out["layer"] == "channels.layers.InMemoryChannelLayer"
-    assert out["broker"] == "filesystem://"
+    # The SQLite broker in VAR_DIR (config/broker.py), not kombu's filesystem transport.
+    assert out["broker"] == f"sqlite:///{tmp_path / 'celery' / 'broker.sqlite3'}"
+    assert out["broker_transport"] == "config.broker:Transport"
     assert out["https"] is False  # plain HTTP on localhost for the quickstart
     assert (tmp_path / "secret_key").exists()
     # The generated secret is kept: every process of the embedded default shares it.
@@ -83,6 +86,7 @@ def test_production_configuration(tmp_path):
     assert out["cache"] == "django.core.cache.backends.redis.RedisCache"
     assert out["layer"] == "channels_redis.core.RedisChannelLayer"
     assert out["broker"] == "redis://127.0.0.1:6379/3"
+    assert out["broker_transport"] is None  # the URL's scheme: Redis
     assert out["https"] is True
     assert out["proxy"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     assert out["cors"] == ["https://shop.example.com"]

@@ -194,7 +194,7 @@ for title, type, data in [
 @pytest.fixture(scope="module")
 def knowledge_stack(chromium, tmp_path_factory):
     """Daphne and a real Celery worker on one embedded default: uploads are queued on the
-    filesystem broker and indexed by the worker, as with ``make run`` (no eager tasks)."""
+    SQLite broker and indexed by the worker, as with ``make run`` (no eager tasks)."""
     var = tmp_path_factory.mktemp("knowledge")
     env = {**EMBEDDED, "VAR_DIR": str(var), "CELERY_TASK_ALWAYS_EAGER": None,
            "KNOWLEDGE_PARSE_TIMEOUT_SECONDS": "30"}

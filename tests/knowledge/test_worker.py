@@ -1,5 +1,5 @@
 """The knowledge base on the running service: daphne and a real Celery worker on one embedded
-default (SQLite file and the filesystem broker in one temporary VAR_DIR). An upload answers at
+default (SQLite files for the data and the broker in one temporary VAR_DIR). An upload answers at
 once with ``processing``; the worker picks it up after the commit and makes it ``ready``; the
 agent answers from it; a hostile file ends ``failed`` and the worker carries on."""
 
