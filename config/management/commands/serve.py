@@ -1,7 +1,8 @@
 """Runs the whole service on one machine: daphne, a Celery worker and Celery beat, supervised.
 
 Used by ``make run`` (``--demo-tenant``: the quickstart's demo tenant, whose keys and URLs are
-printed once daphne listens and the worker and beat have started, below their start-up banners,
+printed once daphne listens, the worker and beat have started and start-up is over, below their
+banners,
 so that they are the last thing on the screen). Ctrl-C (SIGINT) or SIGTERM stops all of them.
 
 - **Start-up**: a child that exits in the first ``STARTUP_SECONDS`` stops the others and the
@@ -280,7 +281,7 @@ class Command(BaseCommand):
         try:
             while not supervisor.stopping and failed is None:
                 failed = supervisor.tick()
-                self._announce_when_up()
+                self._announce_when_up(supervisor.started_up)
                 time.sleep(TICK_SECONDS)
         finally:
             supervisor.stop()
@@ -323,11 +324,14 @@ class Command(BaseCommand):
         return {"text": "\n".join(lines) + "\n", "wanted": {"worker", "beat"} if wait_for_worker
                 else set(), "deadline": time.monotonic() + READY_TIMEOUT_SECONDS}
 
-    def _announce_when_up(self) -> None:
+    def _announce_when_up(self, started_up: bool) -> None:
+        """The block, once start-up is over (a child that fails before then stops everything:
+        no keys are printed for a service that is not running) and everything is up."""
         announce = self.announce
         if announce is None:
             return
-        up = (announce["wanted"] <= self.relay.seen and _listening(self.host, self.port))
+        up = (started_up and announce["wanted"] <= self.relay.seen
+              and _listening(self.host, self.port))
         if up or time.monotonic() > announce["deadline"]:
             self.relay.write(announce["text"])
             self.announce = None
