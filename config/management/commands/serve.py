@@ -2,8 +2,7 @@
 
 Used by ``make run`` (``--demo-tenant``: the quickstart's demo tenant, whose keys and URLs are
 printed once daphne listens, the worker and beat have started and start-up is over, below their
-banners,
-so that they are the last thing on the screen). Ctrl-C (SIGINT) or SIGTERM stops all of them.
+banners, so that they are the last thing on the screen). Ctrl-C (SIGINT) or SIGTERM stops all of them.
 
 - **Start-up**: a child that exits in the first ``STARTUP_SECONDS`` stops the others and the
   command fails, so that a broken start (a port in use, a bad setting) is never half-running.
