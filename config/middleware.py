@@ -10,8 +10,10 @@ hops per middleware and request. Two wrappers remove the hops that do no work
 - ``InlineMiddleware`` runs hooks that only read the request and set headers (security headers,
   the trailing slash, X-Frame-Options) on the event loop itself;
 - ``PagesOnlyMiddleware`` keeps the middleware that serve the browser pages (sessions, CSRF,
-  sign-in, messages) off the REST API, on both chains: its views authenticate with keys, are
-  exempt from CSRF (DRF's views are ``csrf_exempt``) and never touch a session.
+  sign-in, messages, the Content-Security-Policy) off the REST API, on both chains: its views
+  authenticate with keys, are exempt from CSRF (DRF's views are ``csrf_exempt``), never touch a
+  session and answer JSON, which no browser renders as a page. One of them whose hooks only set
+  headers (``inline = True``) runs them on the event loop as well.
 """
 
 from __future__ import annotations
@@ -108,6 +110,16 @@ class _Wrapper:
             raise TypeError(f"{self.wrapped} has {', '.join(found)}, which "
                             f"{type(self).__name__} does not run")
 
+    async def _run_inline(self, request):
+        """The wrapped middleware's request and response hooks, called on the event loop."""
+        response = None
+        if hasattr(self.inner, "process_request"):
+            response = self.inner.process_request(request)
+        response = response or await self.get_response(request)
+        if hasattr(self.inner, "process_response"):
+            response = self.inner.process_response(request, response)
+        return response
+
 
 class InlineMiddleware(_Wrapper):
     """Runs a middleware's ``process_request`` and ``process_response`` on the event loop.
@@ -127,21 +139,21 @@ class InlineMiddleware(_Wrapper):
         return self.inner(request)
 
     async def __acall__(self, request):
-        response = None
-        if hasattr(self.inner, "process_request"):
-            response = self.inner.process_request(request)
-        response = response or await self.get_response(request)
-        if hasattr(self.inner, "process_response"):
-            response = self.inner.process_response(request, response)
-        return response
+        return await self._run_inline(request)
 
 
 class PagesOnlyMiddleware(_Wrapper):
-    """Runs a middleware for every path but the REST API's (``/api/``)."""
+    """Runs a middleware for every path but the REST API's (``/api/``), where it costs one
+    prefix test. With ``inline``, its hooks run on the event loop, under
+    ``InlineMiddleware``'s rule: they do no I/O (and it may have no view hook)."""
+
+    inline = False
 
     def __init__(self, get_response):
         super().__init__(get_response)
         self._refuse_hooks("process_exception", "process_template_response")
+        if self.inline:
+            self._refuse_hooks("process_view")
         if hasattr(self.inner, "process_view"):
             # Django collects view hooks from the instance: skip them on the API too.
             self.process_view = self._aprocess_view if self.is_async else self._process_view
@@ -156,6 +168,8 @@ class PagesOnlyMiddleware(_Wrapper):
     async def __acall__(self, request):
         if request.path_info.startswith(API_PREFIX):
             return await self.get_response(request)
+        if self.inline:
+            return await self._run_inline(request)
         return await self.inner(request)
 
     def _process_view(self, request, view_func, view_args, view_kwargs):
@@ -196,3 +210,11 @@ class PagesAuthenticationMiddleware(PagesOnlyMiddleware):
 
 class PagesMessageMiddleware(PagesOnlyMiddleware):
     wrapped = "django.contrib.messages.middleware.MessageMiddleware"
+
+
+class PagesContentSecurityPolicyMiddleware(PagesOnlyMiddleware):
+    """django-csp's header on the pages (config/settings/csp.py); none on the JSON API, which
+    then does no CSP work at all. Its hooks make a nonce lazily and write one header."""
+
+    wrapped = "csp.middleware.CSPMiddleware"
+    inline = True

@@ -22,8 +22,10 @@ TEMPLATE = "meetings/link.html"
 
 def _page(request: HttpRequest, context: dict, status: int = 200) -> HttpResponse:
     response = render(request, TEMPLATE, context, status=status)
-    # The token is a credential: keep it out of other sites' Referer headers and of caches.
-    response["Referrer-Policy"] = "no-referrer"
+    # The token is a credential: keep it out of other sites' Referer headers and of caches. Not
+    # no-referrer: under it browsers send "Origin: null" with the page's own form, which
+    # Django's CSRF check refuses (403), so no visitor could cancel or reschedule.
+    response["Referrer-Policy"] = "same-origin"
     response["Cache-Control"] = "no-store"
     return response
 

@@ -55,6 +55,36 @@ def screenshot(page, name: str, **kwargs) -> None:
         page.screenshot(path=str(SCREENSHOT_DIR / name), **kwargs)
 
 
+# Reports each Content-Security-Policy violation of every page of a context to the test
+# (``watch_csp``): added before any script of the page runs, and fed by the browser's own
+# ``securitypolicyviolation`` events (those of the widget's shadow root included: they bubble out).
+CSP_LISTENER = """
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__cspViolation([location.pathname, e.effectiveDirective, e.blockedURI || "inline",
+                         (e.sourceFile || "") + ":" + e.lineNumber, e.sample || ""].join(" "));
+}, true);
+"""
+
+
+def watch_csp(context) -> list[str]:
+    """The Content-Security-Policy violations of every page of ``context``, as they happen: the
+    ``securitypolicyviolation`` events (through an init script) and the console's reports (Chromium
+    logs "Refused to … because it violates the following Content Security Policy directive")."""
+    found: list[str] = []
+
+    def report(text: str) -> None:
+        found.append(text)
+
+    def console(message) -> None:
+        if "Content Security Policy" in message.text:
+            found.append(message.text)
+
+    context.expose_function("__cspViolation", report)
+    context.add_init_script(CSP_LISTENER)
+    context.on("console", console)
+    return found
+
+
 def chromium_or_skip() -> None:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"the browser tests need Chromium at {CHROMIUM}: apt-get install chromium "

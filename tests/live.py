@@ -61,8 +61,9 @@ class Server(str):
 
 @contextlib.contextmanager
 def daphne(env: dict[str, str | None] | None = None, port: int | None = None) -> Iterator[Server]:
-    """Runs ``daphne config.asgi:application`` in a subprocess; yields its base URL. ``port``:
-    a given one (a server started again where a stopped one was), else a free one.
+    """Runs ``daphne --no-server-name config.asgi:application`` in a subprocess, as in
+    production; yields its base URL. ``port``: a given one (a server started again where a
+    stopped one was), else a free one.
 
     Its output goes to a file (``server.log``), never to an unread pipe that would fill and
     stall the server."""
@@ -70,7 +71,7 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None) ->
     log = tempfile.NamedTemporaryFile(prefix="daphne-", suffix=".log", delete=False)  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "config.asgi:application"],
+         "--no-server-name", "config.asgi:application"],
         cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
     )
     try:

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "corsheaders",
+    "csp",
     "channels",
     "config",
     "core",
@@ -89,6 +90,7 @@ MIDDLEWARE = [
     "config.middleware.PagesAuthenticationMiddleware",
     "config.middleware.PagesMessageMiddleware",
     "config.middleware.FrameOptionsMiddleware",
+    "config.middleware.PagesContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -255,6 +257,7 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 LOGIN_URL = "/admin/login/"
 
 from .api import *  # noqa: E402,F403
+from .csp import *  # noqa: E402,F403
 from .knowledge import *  # noqa: E402,F403
 from .limits import *  # noqa: E402,F403
 from .logging import *  # noqa: E402,F403

@@ -161,10 +161,25 @@
     "@media (max-width:480px){.panel{inset:0;width:100%;max-width:none;height:100%;max-height:none;border-radius:0}.open .launcher{display:none}}"
   ].join("");
 
+  // A constructed style sheet where the browser has them: a page's Content-Security-Policy
+  // governs <style> elements (style-src) but not these, so the widget keeps its look on a site
+  // that allows no inline style (the service's own pages allow none). Older browsers get the
+  // element, which such a site's policy blocks.
+  function adoptStyles(shadow, css) {
+    if ("adoptedStyleSheets" in shadow) {
+      try {
+        var sheet = new CSSStyleSheet();
+        sheet.replaceSync(css);
+        shadow.adoptedStyleSheets = [sheet];
+        return;
+      } catch (e) { /* a browser without the constructor: the element below */ }
+    }
+    shadow.appendChild(el("style", null, css));
+  }
+
   var host = el("div", { "data-service-widget": "" });
   host.style.setProperty("display", "block", "important");
   var root = host.attachShadow({ mode: "open" });
-  var style = el("style", null, CSS);
   var wrap = el("div", { "class": "w" });
   var launcher = el("button", { "class": "launcher", type: "button", "aria-label": "Open chat",
     "aria-expanded": "false", "aria-controls": "sw-panel", "aria-haspopup": "dialog" });
@@ -193,7 +208,7 @@
   panel.appendChild(form);
   wrap.appendChild(launcher);
   wrap.appendChild(panel);
-  root.appendChild(style);
+  adoptStyles(root, CSS);
   root.appendChild(wrap);
 
   // --- look ---------------------------------------------------------------------------------

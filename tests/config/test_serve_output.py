@@ -66,7 +66,9 @@ def test_make_run_prints_the_keys_and_urls_last(tmp_path):
         assert log.read_text().splitlines()[-1] == lines[-1]
 
         # What the block says works: the demo page, the widget on the server's local origins.
-        assert 'data-tenant="' + state["tenant"]["publicId"] in httpx.get(base + "/demo/").text
+        demo = httpx.get(base + "/demo/")
+        assert 'data-tenant="' + state["tenant"]["publicId"] in demo.text
+        assert "server" not in demo.headers  # daphne --no-server-name
         r = httpx.get(f"{base}/api/widget?tenant={state['tenant']['publicId']}",
                       headers={"Origin": f"http://localhost:{port}"})
         assert r.status_code == 200 and r.headers["access-control-allow-origin"] == f"http://localhost:{port}"

@@ -116,7 +116,7 @@ def test_the_cancel_link_asks_then_cancels_and_sends_the_cancellation(
 
     page = visitor.get(path_of(links["cancel"]))
     assert page.status_code == 200 and b"Cancel your meeting?" in page.content
-    assert page["Referrer-Policy"] == "no-referrer"
+    assert page["Referrer-Policy"] == "same-origin"
     meeting.refresh_from_db()
     assert meeting.status == "scheduled"  # a GET changes nothing
 

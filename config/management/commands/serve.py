@@ -293,7 +293,7 @@ class Command(BaseCommand):
                   launch: Callable) -> list[Child]:
         celery = [sys.executable, "-m", "celery", "-A", "config"]
         children = [Child("web", [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                                  "config.asgi:application"], launch)]
+                                  "--no-server-name", "config.asgi:application"], launch)]
         if not no_worker:
             children += [
                 Child("worker", [*celery, "worker", "--loglevel=INFO",
