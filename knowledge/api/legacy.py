@@ -5,7 +5,7 @@ admin cookie. Documents come wrapped as ``{document: {...}}``, lists as
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -48,8 +48,10 @@ _ListEnvelope = inline_serializer(
 
 
 class LegacyDocumentListQuery(serializers.Serializer):
-    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000)
-    limit = serializers.IntegerField(default=LEGACY_DEFAULT_LIMIT, min_value=1, max_value=100)
+    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000,
+                                    help_text="Page number, from 1.")
+    limit = serializers.IntegerField(default=LEGACY_DEFAULT_LIMIT, min_value=1, max_value=100,
+                                     help_text="Documents per page, 1 to 100.")
 
 
 class LegacyDocumentViewSet(LegacyViewSet):
@@ -59,10 +61,7 @@ class LegacyDocumentViewSet(LegacyViewSet):
 
     @extend_schema(
         operation_id="legacy_knowledge_base_list",
-        parameters=[
-            OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
-            OpenApiParameter("limit", int, description="Documents per page, 1 to 100 (default 50)."),
-        ],
+        parameters=[LegacyDocumentListQuery],
         responses={200: _ListEnvelope, **legacy_errors(400)},
     )
     def list(self, request):
