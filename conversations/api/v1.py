@@ -18,6 +18,7 @@ from config.api.fields import (
     PrefixedIdField,
     StatedDictField,
     TimestampField,
+    V1Input,
 )
 from config.api.query import RANGE_HELP, DateOrDateTimeField, PageQuery, parse_query
 from config.api.renderers import JSONRenderer
@@ -162,7 +163,8 @@ SESSION_ID = RegexValidator(r"^(?:sess|conv)_[0-9a-f]{32}$", code="invalid_forma
 
 
 class ChatRequestFields(serializers.Serializer):
-    """The chat request of both surfaces (the legacy widget's adds ``tenant``)."""
+    """The chat request of both surfaces (the legacy widget's adds ``tenant``), read as DRF
+    reads it; v1's ``ChatRequestSerializer`` types it strictly."""
 
     message = serializers.CharField(max_length=4000, trim_whitespace=False, validators=[_NOT_BLANK])
     visitorId = serializers.CharField(max_length=200)
@@ -198,8 +200,8 @@ class ChatRequestFields(serializers.Serializer):
         return value.lower()
 
 
-class ChatRequestSerializer(ChatRequestFields):
-    """``POST /api/v1/chat``, with v1's session ids."""
+class ChatRequestSerializer(V1Input, ChatRequestFields):
+    """``POST /api/v1/chat``: typed strictly, with v1's session ids."""
 
     sessionId = serializers.CharField(required=False, allow_null=True, max_length=64,
                                       validators=[SESSION_ID])

@@ -18,7 +18,13 @@ from core.pagination import paginate
 
 from .. import presenters, services
 from ..models import DOCUMENT_STATUSES, DOCUMENT_TYPES, Document
-from .uploads import PARSERS, DocumentContentInput, DocumentFileInput, upload_values
+from .uploads import (
+    PARSERS,
+    DocumentContentInput,
+    DocumentFileInput,
+    DocumentUploadInput,
+    upload_values,
+)
 
 LEGACY_DEFAULT_LIMIT = 50
 
@@ -83,7 +89,8 @@ class LegacyDocumentViewSet(LegacyViewSet):
         responses={201: _Envelope, **legacy_errors(400, body=True)},
     )
     def create(self, request):
-        document = services.document_create(**self.owner(), **upload_values(request))
+        document = services.document_create(**self.owner(),
+                                            **upload_values(request, DocumentUploadInput))
         return Response({"document": presenters.legacy_document(document)}, status=201)
 
     @extend_schema(operation_id="legacy_knowledge_base_delete",

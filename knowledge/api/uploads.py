@@ -18,7 +18,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 
-from config.api.fields import NOT_BLANK_TEXT, LanguageField
+from config.api.fields import NOT_BLANK_TEXT, LanguageField, V1Input
 from config.api.input import JSONParser
 from core.errors import FieldError, InvalidRequest, Unprocessable
 
@@ -101,7 +101,7 @@ class DocumentFileInput(_Common):
 
 
 class DocumentUploadInput(_Common):
-    """What the view validates: either ``content`` or ``file``."""
+    """What the legacy view validates: either ``content`` or ``file``."""
 
     content = serializers.CharField(trim_whitespace=False, required=False)
     file = serializers.FileField(required=False, allow_empty_file=True)
@@ -116,6 +116,10 @@ class DocumentUploadInput(_Common):
         if has_content and not attrs.get("title", "").strip():
             raise ValidationError({"title": [ErrorDetail("This field is required.", code="required")]})
         return attrs
+
+
+class V1DocumentUploadInput(V1Input, DocumentUploadInput):
+    """What the v1 view validates: the same, a JSON body typed strictly."""
 
 
 def check_body_size(request) -> None:
@@ -172,10 +176,11 @@ def file_values(upload: UploadedFile, *, title: str = "", type: str = "") -> dic
             "filename": filename, "source_field": "file"}
 
 
-def upload_values(request) -> dict[str, Any]:
-    """The service arguments of ``document_create`` from a validated request."""
+def upload_values(request, body_class: type[DocumentUploadInput]) -> dict[str, Any]:
+    """The service arguments of ``document_create`` from a request validated by ``body_class``
+    (the surface's)."""
     check_body_size(request)
-    body = DocumentUploadInput(data=request.data)
+    body = body_class(data=request.data)
     body.is_valid(raise_exception=True)
     values = body.validated_data
     common = {"url": values.get("url") or "", "language": (values.get("language") or "").lower()}

@@ -18,7 +18,13 @@ from core.pagination import paginate
 
 from .. import presenters, services
 from ..models import DOCUMENT_STATUSES, DOCUMENT_TYPES, Document
-from .uploads import PARSERS, DocumentContentInput, DocumentFileInput, upload_values
+from .uploads import (
+    PARSERS,
+    DocumentContentInput,
+    DocumentFileInput,
+    V1DocumentUploadInput,
+    upload_values,
+)
 
 
 class DocumentSerializer(serializers.Serializer):
@@ -80,7 +86,8 @@ class DocumentViewSet(V1ViewSet):
         responses={201: DocumentSerializer, **v1_errors(422, body=True)},
     )
     def create(self, request):
-        document = services.document_create(**self.owner(), **upload_values(request))
+        document = services.document_create(**self.owner(),
+                                            **upload_values(request, V1DocumentUploadInput))
         return Response(presenters.v1_document(document), status=201)
 
     @extend_schema(operation_id="v1_knowledge_base_delete",

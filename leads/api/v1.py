@@ -23,6 +23,7 @@ from config.api.fields import (
     StatedIntegerField,
     StatedListField,
     TimestampField,
+    V1Input,
 )
 from config.api.query import RANGE_HELP, DayField, PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
@@ -88,7 +89,7 @@ def _text(field: str) -> serializers.CharField:
                            allow_null=True)
 
 
-class LeadCreateSerializer(serializers.Serializer):
+class LeadCreateSerializer(V1Input):
     """POST body; PATCH validates it partially (absent fields are left alone)."""
 
     email = StatedEmailField(max_length=rules.MAX_EMAIL_LENGTH)

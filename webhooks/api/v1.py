@@ -14,7 +14,7 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
 from apikeys.models import Scope
-from config.api.fields import NOT_WHITESPACE, WHITESPACE, TimestampField
+from config.api.fields import NOT_WHITESPACE, WHITESPACE, TimestampField, V1Input
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
@@ -116,7 +116,7 @@ def _events(**kwargs) -> serializers.ListField:
                                  help_text="Event types, at least one.", **kwargs)
 
 
-class SubscriptionCreateSerializer(serializers.Serializer):
+class SubscriptionCreateSerializer(V1Input):
     """``POST /api/v1/webhooks``."""
 
     url = _url()
@@ -130,7 +130,7 @@ class SubscriptionCreateSerializer(serializers.Serializer):
         return _validate_event_types(value)
 
 
-class SubscriptionUpdateSerializer(serializers.Serializer):
+class SubscriptionUpdateSerializer(V1Input):
     """``PATCH /api/v1/webhooks/{id}``: the fields given change."""
 
     url = _url(required=False)
