@@ -11,13 +11,12 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from config.api.fields import PrefixedIdField, TimestampField
-from config.api.query import DateOrDateTimeField, DayField, PageQuery, parse_query
+from config.api.query import RANGE_HELP, DateOrDateTimeField, DayField, PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from conversations.models import Channel
@@ -153,8 +152,9 @@ def activity_event(event: Event) -> dict[str, Any]:
 # --- input ----------------------------------------------------------------------------------
 
 class RangeQuery(serializers.Serializer):
-    startDate = DayField(required=False)
-    endDate = DayField(required=False)
+    startDate = DayField(required=False, help_text=(
+        f"ISO 8601 date, UTC (default: 30 days before endDate). {RANGE_HELP}"))
+    endDate = DayField(required=False, help_text=f"ISO 8601 date, UTC (default: today). {RANGE_HELP}")
 
 
 class OverviewQuery(RangeQuery):
@@ -167,21 +167,42 @@ class FunnelQuery(RangeQuery):
     source = serializers.ChoiceField(choices=LeadSource.values, required=False)
 
 
-class ActivityQuery(PageQuery):
-    limit = serializers.IntegerField(default=50, min_value=1, max_value=100)
-    startDate = DateOrDateTimeField(required=False)
-    endDate = DateOrDateTimeField(required=False, end_of_day=True)
-    type = serializers.CharField(required=False, max_length=500)
-    leadId = PrefixedIdField("lead", required=False)
+# Activity types separated by commas, with spaces around them if need be.
+_TYPE = "(?:" + "|".join(t.replace(".", r"\.") for t in ACTIVITY_TYPE_VALUES) + ")"
 
-    def validate_type(self, value: str) -> list[str]:
-        types = [part.strip() for part in value.split(",") if part.strip()]
-        unknown = [t for t in types if t not in ACTIVITY_TYPES]
-        if unknown:
-            raise serializers.ValidationError(
-                f"Unknown activity type {unknown[0]!r}; one of " + ", ".join(ACTIVITY_TYPE_VALUES)
-                + ".", code="invalid_enum")
+
+@extend_schema_field({"type": "string", "maxLength": 500, "pattern": f"^ *{_TYPE}(?: *, *{_TYPE})* *$"})
+class ActivityTypesField(serializers.Field):
+    """``lead.created,meeting.booked``: the list of types, each one known."""
+
+    default_error_messages = {
+        "invalid": "Expected activity types separated by commas.",
+        "invalid_enum": "Unknown activity type {type!r}; one of "
+                        + ", ".join(ACTIVITY_TYPE_VALUES) + ".",
+    }
+
+    def to_internal_value(self, data) -> list[str]:
+        if not isinstance(data, str) or len(data) > 500:
+            self.fail("invalid")
+        types = [part.strip(" ") for part in data.split(",")]
+        for name in types:
+            if name not in ACTIVITY_TYPES:
+                self.fail("invalid_enum", type=name)
         return types
+
+
+class ActivityQuery(PageQuery):
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=100,
+                                     help_text="Items per page, 1 to 100.")
+    startDate = DateOrDateTimeField(required=False, help_text=(
+        "ISO 8601 date or date-time (with seconds and Z or an offset), UTC (default: 24 hours "
+        f"before endDate); a date means its first instant. {RANGE_HELP}"))
+    endDate = DateOrDateTimeField(required=False, end_of_day=True, help_text=(
+        "ISO 8601 date or date-time (with seconds and Z or an offset), UTC (default: now); a "
+        f"date means its last instant. {RANGE_HELP}"))
+    type = ActivityTypesField(required=False, help_text=(
+        "Comma-separated activity types: " + ", ".join(ACTIVITY_TYPE_VALUES) + "."))
+    leadId = PrefixedIdField("lead", required=False, help_text="lead_ id: that lead's activity only.")
 
 
 def _check_range(start: date | datetime, end: date | datetime) -> None:
@@ -203,13 +224,6 @@ def resolve_period(query: dict[str, Any]) -> selectors.Period:
     return selectors.Period(start, end)
 
 
-_RANGE_PARAMETERS = [
-    OpenApiParameter("startDate", OpenApiTypes.DATE,
-                     description="ISO 8601 date, UTC (default: 30 days before endDate)."),
-    OpenApiParameter("endDate", OpenApiTypes.DATE, description="ISO 8601 date, UTC (default: today)."),
-]
-
-
 class AnalyticsViewSet(V1ViewSet):
     """Analytics of the caller's tenant, in the caller's mode (live or test)."""
 
@@ -219,11 +233,7 @@ class AnalyticsViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_analytics_overview",
-        parameters=[
-            *_RANGE_PARAMETERS,
-            OpenApiParameter("granularity", str, enum=list(selectors.GRANULARITIES), default="day"),
-            OpenApiParameter("compareWith", str, enum=list(selectors.COMPARISONS)),
-        ],
+        parameters=[OverviewQuery],
         responses={200: OverviewSerializer, **v1_errors(400, 422)},
     )
     def overview(self, request):
@@ -234,11 +244,7 @@ class AnalyticsViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_analytics_funnel",
-        parameters=[
-            *_RANGE_PARAMETERS,
-            OpenApiParameter("channel", str, enum=Channel.values),
-            OpenApiParameter("source", str, enum=LeadSource.values),
-        ],
+        parameters=[FunnelQuery],
         responses={200: FunnelSerializer, **v1_errors(400, 422)},
     )
     def funnel(self, request):
@@ -249,18 +255,7 @@ class AnalyticsViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_analytics_activity",
-        parameters=[
-            OpenApiParameter("startDate", str, description=(
-                "ISO 8601 date or date-time, UTC (default: 24 hours before endDate); "
-                "a date means its first instant.")),
-            OpenApiParameter("endDate", str, description=(
-                "ISO 8601 date or date-time, UTC (default: now); a date means its last instant.")),
-            OpenApiParameter("type", str, description=(
-                "Comma-separated activity types: " + ", ".join(ACTIVITY_TYPE_VALUES) + ".")),
-            OpenApiParameter("leadId", str, description="lead_ id: that lead's activity only."),
-            OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
-            OpenApiParameter("limit", int, description="Items per page, 1 to 100 (default 50)."),
-        ],
+        parameters=[ActivityQuery],
         responses={200: paginated("ActivityList", ActivityEventSerializer), **v1_errors(400, 422)},
     )
     def activity(self, request):

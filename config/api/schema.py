@@ -2,20 +2,129 @@
 
 from __future__ import annotations
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
-from drf_spectacular.utils import OpenApiResponse, inline_serializer
+from drf_spectacular.plumbing import force_instance
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import serializers
 
 from .errors import V1_STATUS
+from .fields import EMAIL_PATTERN, NOT_WHITESPACE, WHITESPACE
 
 
 class AutoSchema(SpectacularAutoSchema):
     """Our list endpoints return envelopes (``{data, pagination}``, ``{leads: [...]}``) that each
-    view documents whole, so a list action's response is never wrapped in an array."""
+    view documents whole, so a list action's response is never wrapped in an array.
+
+    What the code checks and drf-spectacular does not state in a request's schema, stated here
+    so that the schema never calls valid what the field refuses, nor the reverse: a text field
+    that trims its input (DRF's default) counts its characters after trimming and takes
+    whitespace alone as blank (``state_trimming``); a list with ``allow_empty=False`` needs an
+    item. And in both directions an email address is one Django's validator takes
+    (``EMAIL_PATTERN``)."""
 
     def _is_list_view(self, serializer=None) -> bool:
         return False
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        if isinstance(serializer, PolymorphicProxySerializer):
+            # One of several shapes (drf-spectacular counts none as required): the body is
+            # required when each shape has a field it requires.
+            shapes = serializer.serializers
+            shapes = shapes.values() if isinstance(shapes, dict) else shapes
+            required = all(any(f.required for f in force_instance(s).fields.values())
+                           for s in shapes)
+        return schema, required
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        for field in force_instance(serializer).fields.values():
+            stated = schema["properties"].get(field.field_name)
+            if not isinstance(stated, dict):
+                continue
+            if isinstance(field, serializers.EmailField):
+                state_email(stated)
+            if direction != "request":
+                continue
+            if isinstance(field, serializers.CharField) and field.trim_whitespace:
+                state_trimming(field, stated)
+            if isinstance(field, serializers.ListField) and not field.allow_empty:
+                stated["minItems"] = max(stated.get("minItems", 0), 1)
+        return schema
+
+
+_BLANK = {"type": "string", "maxLength": 0}  # drf-spectacular's "or blank" branch
+
+
+def state_email(schema: dict) -> None:
+    """An address is one Django's validator takes (the services and the staff forms use it),
+    which neither ``email`` (ASCII only) nor ``idn-email`` (valid punycode only) describes: the
+    format gives way to ``EMAIL_PATTERN`` (in the first branch of an "or blank")."""
+    inner = schema["oneOf"][0] if "oneOf" in schema else schema
+    if inner.get("format") == "email":
+        del inner["format"]
+        inner["pattern"] = EMAIL_PATTERN
+
+
+def state_trimming(field: serializers.CharField, schema: dict) -> None:
+    """Makes the request schema of a trimming text field say what it takes: at least
+    ``min_length`` (or 1) characters once trimmed; and, when it allows blanks, whitespace alone,
+    which it reads as blank (drf-spectacular's blank branch takes only ""). Whitespace is
+    Python's, which ``str.strip`` trims (``WHITESPACE``)."""
+    branches = schema.get("oneOf")
+    blank = isinstance(branches, list) and branches[1:] == [_BLANK]
+    inner = branches[0] if blank else schema
+    if _counts_characters(field, inner):
+        inner["pattern"] = _trimmed_length_pattern(max(field.min_length or 0, 1))
+    if blank:
+        del schema["oneOf"]
+        schema["anyOf"] = [inner, {"type": "string", "pattern": f"^{WHITESPACE}*$"}]
+
+
+def _counts_characters(field: serializers.CharField, schema: dict) -> bool:
+    """Whether a length pattern is needed: a plain string (no pattern or enum of its own) that
+    needs more than one character, or one and allows no blank."""
+    if schema.get("type") != "string" or "pattern" in schema or "enum" in schema:
+        return False
+    return (field.min_length or 0) > 1 or not field.allow_blank
+
+
+def _trimmed_length_pattern(least: int) -> str:
+    """Unanchored, as JSON Schema reads it: a run of ``least`` characters that starts and ends
+    with non-whitespace, which a string has when it has ``least`` once trimmed."""
+    if least == 1:
+        return NOT_WHITESPACE
+    return f"{NOT_WHITESPACE}[\\s\\S]{{{least - 2},}}{NOT_WHITESPACE}"
+
+
+class LanguageFieldSchema(OpenApiSerializerFieldExtension):
+    """A ``LanguageField`` is one of the ISO 639-1 codes (or "" or null where it allows them)."""
+
+    target_class = "config.api.fields.LanguageField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        from core.languages import ISO_639_1
+
+        codes: list = sorted(ISO_639_1)
+        if self.target.allow_blank:
+            codes.insert(0, "")
+        if self.target.allow_null:
+            codes.append(None)
+        return {"type": "string", "enum": codes}
+
+
+class PrefixedIdFieldSchema(OpenApiSerializerFieldExtension):
+    """``PrefixedIdField("lead")`` is a string ``lead_`` followed by 32 lowercase hex digits."""
+
+    target_class = "config.api.fields.PrefixedIdField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "pattern": f"^{self.target.prefix}_[0-9a-f]{{32}}$",
+                "example": f"{self.target.prefix}_{'0' * 32}"}
 
 _V1_CODES = list(V1_STATUS)
 _DETAIL_CODES = ["required", "invalid_format", "too_long", "too_short", "out_of_range", "invalid_enum"]

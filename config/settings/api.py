@@ -28,6 +28,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # An enum lists its values; "* `asc` - asc" descriptions would only repeat them.
+    "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "ENUM_NAME_OVERRIDES": {
         "V1LeadStatusEnum": "leads.vocabulary.V1_STATUSES",
         "LegacyLeadStatusEnum": "leads.vocabulary.LEGACY_STATUSES",

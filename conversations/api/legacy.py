@@ -16,7 +16,7 @@ from conversations import presenters
 from conversations.models import LEGACY_STATUS, Channel, Conversation
 from conversations.selectors import lead_conversations
 from core.errors import NotFound
-from core.ids import parse_uuid, parse_uuid_or_404
+from core.ids import parse_uuid_or_404
 from core.pagination import paginate
 from core.timestamps import format_timestamp
 from leads.models import Lead
@@ -29,7 +29,7 @@ from .sse import CHAT_EVENTS, event_schema
 from .v1 import (
     SESSION_MESSAGE_CAP,
     STREAM_DOC,
-    ChatRequestSerializer,
+    ChatRequestFields,
     HandoffSerializer,
     SuggestedActionSerializer,
     chat_response,
@@ -63,8 +63,10 @@ class LegacyConversationItemSerializer(serializers.Serializer):
 
 
 class LegacyPageQuery(serializers.Serializer):
-    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000)
-    limit = serializers.IntegerField(default=20, min_value=1, max_value=100)
+    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000,
+                                    help_text="Page number, from 1.")
+    limit = serializers.IntegerField(default=20, min_value=1, max_value=100,
+                                     help_text="Conversations per page, 1 to 100.")
 
 
 def legacy_item(conversation: Conversation) -> dict[str, Any]:
@@ -96,8 +98,7 @@ class LegacyConversationViewSet(LegacyViewSet):
 
     @extend_schema(
         operation_id="legacy_lead_conversations",
-        parameters=[OpenApiParameter("page", int), OpenApiParameter("limit", int,
-                                                                    description="1-100, default 20")],
+        parameters=[LegacyPageQuery],
         responses={200: inline_serializer(name="LegacyLeadConversations", fields={
             "conversations": LegacyConversationItemSerializer(many=True),
             "pagination": inline_serializer(name="LegacyConvPagination", fields={
@@ -123,17 +124,15 @@ class LegacyConversationViewSet(LegacyViewSet):
         })
 
 
-class PublicChatSerializer(ChatRequestSerializer):
+class PublicChatSerializer(ChatRequestFields):
+    """``POST /api/chat``: the widget's chat request, read leniently as the legacy surface
+    reads every body, with the tenant's public id and a legacy (UUID) session id."""
+
     tenant = serializers.CharField(required=False, max_length=40,
                                    help_text="The tenant's public id (or the ?tenant= parameter).")
-
-    def validate_sessionId(self, value):  # noqa: N802
-        if value in (None, ""):
-            return None
-        found = parse_uuid(value)
-        if found is None:
-            raise serializers.ValidationError("Expected a session id (UUID).", code="invalid_format")
-        return found
+    sessionId = serializers.UUIDField(  # noqa: N815 - the API's field name
+        required=False, allow_null=True, help_text="The session to continue (a UUID).",
+        error_messages={"invalid": "Expected a session id (UUID)."})
 
 
 def legacy_chat_response(outcome, visitor_id: str) -> dict[str, Any]:

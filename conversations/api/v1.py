@@ -6,13 +6,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.core.validators import MaxLengthValidator, RegexValidator
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from apikeys.models import Scope
-from config.api.fields import PrefixedIdField, TimestampField
-from config.api.query import DateOrDateTimeField, PageQuery, parse_query
+from config.api.fields import (
+    NOT_WHITESPACE,
+    LanguageField,
+    PrefixedIdField,
+    StatedDictField,
+    TimestampField,
+    V1Input,
+)
+from config.api.query import RANGE_HELP, DateOrDateTimeField, PageQuery, parse_query
 from config.api.renderers import JSONRenderer
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
@@ -148,33 +156,32 @@ def v1_stream_shape(event: str, data: dict) -> dict:
 # --- requests -----------------------------------------------------------------------------
 
 
-class ChatRequestSerializer(serializers.Serializer):
-    message = serializers.CharField(max_length=4000, trim_whitespace=False)
+# Not blank: at least one character that is not whitespace.
+_NOT_BLANK = RegexValidator(NOT_WHITESPACE, "The message must not be empty.", code="required")
+SESSION_ID = RegexValidator(r"^(?:sess|conv)_[0-9a-f]{32}$", code="invalid_format",
+                            message="Expected a session id of the form sess_<32 hex>.")
+
+
+class ChatRequestFields(serializers.Serializer):
+    """The chat request of both surfaces (the legacy widget's adds ``tenant``), read as DRF
+    reads it; v1's ``ChatRequestSerializer`` types it strictly."""
+
+    message = serializers.CharField(max_length=4000, trim_whitespace=False, validators=[_NOT_BLANK])
     visitorId = serializers.CharField(max_length=200)
     sessionId = serializers.CharField(required=False, allow_null=True, max_length=64)
     stream = serializers.BooleanField(required=False, default=False)
-    metadata = serializers.DictField(
-        required=False, default=dict,
-        help_text="Kept on the conversation (userAgent, referrer, landingPage, any other key). "
+    metadata = StatedDictField(
+        required=False, default=dict, validators=[MaxLengthValidator(MAX_METADATA_KEYS)],
+        help_text=f"At most {MAX_METADATA_KEYS} keys, {MAX_METADATA_BYTES // 1024} KiB of JSON. "
+                  "Kept on the conversation (userAgent, referrer, landingPage, any other key). "
                   "timezone: the visitor's IANA time zone (Europe/Paris), remembered for the "
                   "later turns; slots are offered and confirmed in it (an unknown zone is "
                   "ignored). slot: a slot token from a reply action's metadata, which books that "
                   "slot (this message only).")
-    language = serializers.CharField(required=False, allow_null=True, max_length=2, min_length=2)
-
-    def validate_message(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("The message must not be empty.", code="required")
-        return value
-
-    def validate_sessionId(self, value):  # noqa: N802 - the API's field name
-        if value in (None, ""):
-            return None
-        found = decode("sess", value) or decode("conv", value)
-        if found is None:
-            raise serializers.ValidationError("Expected a session id of the form sess_<32 hex>.",
-                                              code="invalid_format")
-        return found
+    language = LanguageField(
+        required=False, allow_null=True, min_length=2,
+        help_text="ISO 639-1 code of the reply's language (case-insensitive); detected when "
+                  "omitted.")
 
     def validate_metadata(self, value: dict) -> dict:
         if len(value) > MAX_METADATA_KEYS:
@@ -185,7 +192,7 @@ class ChatRequestSerializer(serializers.Serializer):
         return value
 
     def validate_language(self, value):
-        if value in (None, ""):
+        if value is None:
             return None
         if value.lower() not in ISO_639_1:
             raise serializers.ValidationError("Expected an ISO 639-1 language code such as 'en'.",
@@ -193,21 +200,38 @@ class ChatRequestSerializer(serializers.Serializer):
         return value.lower()
 
 
+class ChatRequestSerializer(V1Input, ChatRequestFields):
+    """``POST /api/v1/chat``: typed strictly, with v1's session ids."""
+
+    sessionId = serializers.CharField(required=False, allow_null=True, max_length=64,
+                                      validators=[SESSION_ID])
+
+    def validate_sessionId(self, value):  # noqa: N802 - the API's field name
+        return None if value is None else decode("sess", value) or decode("conv", value)
+
+
 class ConversationListQuery(PageQuery):
-    leadId = PrefixedIdField("lead", required=False)
+    leadId = PrefixedIdField("lead", required=False, help_text="lead_ id: that lead's only.")
     status = serializers.ChoiceField(choices=ConversationStatus.values, required=False)
     channel = serializers.ChoiceField(choices=Channel.values, required=False)
-    startDate = DateOrDateTimeField(required=False)
-    endDate = DateOrDateTimeField(required=False, end_of_day=True)
+    startDate = DateOrDateTimeField(required=False, help_text=(
+        "ISO 8601 date or date-time (with seconds and Z or an offset); conversations started "
+        f"on or after it (a date: its first instant). {RANGE_HELP}"))
+    endDate = DateOrDateTimeField(required=False, end_of_day=True, help_text=(
+        "ISO 8601 date or date-time (with seconds and Z or an offset); conversations started "
+        f"on or before it (a date: its last instant). {RANGE_HELP}"))
     sortBy = serializers.ChoiceField(choices=["startedAt", "lastMessageAt", "messageCount"],
                                      default="lastMessageAt")
     sortOrder = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
 
 
 class ConversationDetailQuery(serializers.Serializer):
-    includeMessages = serializers.BooleanField(default=True)
-    messageLimit = serializers.IntegerField(default=50, min_value=1, max_value=200)
-    messageOffset = serializers.IntegerField(default=0, min_value=0, max_value=1_000_000)
+    includeMessages = serializers.BooleanField(
+        default=True, help_text="true or false (also 1/0, yes/no, on/off): with the messages.")
+    messageLimit = serializers.IntegerField(default=50, min_value=1, max_value=200,
+                                            help_text="Messages to include, 1 to 200.")
+    messageOffset = serializers.IntegerField(default=0, min_value=0, max_value=1_000_000,
+                                             help_text="Messages to skip, from the first.")
 
 
 # --- views --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ admin cookie. Documents come wrapped as ``{document: {...}}``, lists as
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -18,7 +18,13 @@ from core.pagination import paginate
 
 from .. import presenters, services
 from ..models import DOCUMENT_STATUSES, DOCUMENT_TYPES, Document
-from .uploads import PARSERS, DocumentContentInput, DocumentFileInput, upload_values
+from .uploads import (
+    PARSERS,
+    DocumentContentInput,
+    DocumentFileInput,
+    DocumentUploadInput,
+    upload_values,
+)
 
 LEGACY_DEFAULT_LIMIT = 50
 
@@ -48,8 +54,10 @@ _ListEnvelope = inline_serializer(
 
 
 class LegacyDocumentListQuery(serializers.Serializer):
-    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000)
-    limit = serializers.IntegerField(default=LEGACY_DEFAULT_LIMIT, min_value=1, max_value=100)
+    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000,
+                                    help_text="Page number, from 1.")
+    limit = serializers.IntegerField(default=LEGACY_DEFAULT_LIMIT, min_value=1, max_value=100,
+                                     help_text="Documents per page, 1 to 100.")
 
 
 class LegacyDocumentViewSet(LegacyViewSet):
@@ -59,10 +67,7 @@ class LegacyDocumentViewSet(LegacyViewSet):
 
     @extend_schema(
         operation_id="legacy_knowledge_base_list",
-        parameters=[
-            OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
-            OpenApiParameter("limit", int, description="Documents per page, 1 to 100 (default 50)."),
-        ],
+        parameters=[LegacyDocumentListQuery],
         responses={200: _ListEnvelope, **legacy_errors(400)},
     )
     def list(self, request):
@@ -84,7 +89,8 @@ class LegacyDocumentViewSet(LegacyViewSet):
         responses={201: _Envelope, **legacy_errors(400, body=True)},
     )
     def create(self, request):
-        document = services.document_create(**self.owner(), **upload_values(request))
+        document = services.document_create(**self.owner(),
+                                            **upload_values(request, DocumentUploadInput))
         return Response({"document": presenters.legacy_document(document)}, status=201)
 
     @extend_schema(operation_id="legacy_knowledge_base_delete",

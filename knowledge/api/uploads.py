@@ -6,17 +6,19 @@ the file in a ``file`` field (docs/knowledge.md, "Uploading").
 from __future__ import annotations
 
 import base64
-import binascii
 import re
 from pathlib import PurePath
 from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 
+from config.api.fields import NOT_BLANK_TEXT, LanguageField, V1Input
 from config.api.input import JSONParser
 from core.errors import FieldError, InvalidRequest, Unprocessable
 
@@ -31,6 +33,10 @@ _DATA_URL = re.compile(r"^data:[\w.+/-]*(?:;[\w=.+-]+)*;base64,", re.I)
 _BODY_SLACK = 64 * 1024
 
 
+_URL_HELP = "Public address of the document: replies that use it link to it."
+_LANGUAGE_HELP = "ISO 639-1 code of the text (case-insensitive); detected when omitted."
+
+
 class _Common(serializers.Serializer):
     title = serializers.CharField(max_length=200, required=False, help_text=(
         "1 to 200 characters. Required with content; with a file, defaults to its name."))
@@ -38,29 +44,64 @@ class _Common(serializers.Serializer):
         "text, markdown, faq, pdf or docx. Default: from the file's extension or first bytes; "
         "text for content."))
     url = serializers.URLField(max_length=2000, required=False, allow_blank=True, allow_null=True,
-                               help_text="Public address of the document: replies that use it "
-                                         "link to it.")
-    language = serializers.CharField(max_length=2, required=False, allow_blank=True,
-                                     allow_null=True, help_text=(
-                                         "ISO 639-1 code of the text; detected when omitted."))
+                               help_text=_URL_HELP)
+    language = LanguageField(required=False, allow_blank=True, allow_null=True,
+                             help_text=_LANGUAGE_HELP)
 
 
-class DocumentContentInput(_Common):
-    """The JSON body: the text itself, or a PDF or DOCX in base64."""
+# Base64 in either alphabet, padded or not (nothing after the padding): what
+# ``_decode_base64`` reads once a data: URL prefix and whitespace are dropped. The schema states
+# the standard alphabet (``_BASE64``); the description mentions the rest.
+_BASE64_OF = "(?:[{0}]{{4}})*(?:[{0}]{{2}}(?:==)?|[{0}]{{3}}=?)?"
+_STANDARD = re.compile(_BASE64_OF.format("A-Za-z0-9+/"))
+_URLSAFE = re.compile(_BASE64_OF.format("A-Za-z0-9_-"))
+_BASE64 = RegexValidator(f"^{_STANDARD.pattern}$")
 
-    content = serializers.CharField(trim_whitespace=False, help_text=(
-        "The text (text, markdown, faq), or the file in base64 (pdf, docx; a data: URL prefix "
-        "is accepted)."))
+
+class TextContentInput(_Common):
+    """A text, Markdown or FAQ document as JSON: ``content`` is the text."""
+
+    title = serializers.CharField(max_length=200, help_text="1 to 200 characters.")
+    type = serializers.ChoiceField(choices=[t for t in DOCUMENT_TYPES if t not in BINARY_TYPES],
+                                   required=False, help_text="Default: text.")
+    content = serializers.CharField(trim_whitespace=False,
+                                    validators=[RegexValidator(NOT_BLANK_TEXT)],
+                                    help_text="The text, not blank.")
+
+
+class BinaryContentInput(_Common):
+    """A PDF or DOCX document as JSON: ``content`` is the file in base64."""
+
+    title = serializers.CharField(max_length=200, help_text="1 to 200 characters.")
+    type = serializers.ChoiceField(choices=list(BINARY_TYPES))
+    content = serializers.CharField(trim_whitespace=False, validators=[_BASE64], help_text=(
+        "The file in base64 (a data: URL prefix, line breaks and the URL-safe alphabet are "
+        "read too). A file that is not a PDF or DOCX is 422."))
+
+
+# The JSON body, for the schema: one of the two (the view reads it with DocumentUploadInput).
+DocumentContentInput = PolymorphicProxySerializer(
+    component_name="DocumentContentInput", serializers=[TextContentInput, BinaryContentInput],
+    resource_type_field_name=None)
+
+
+@extend_schema_field({"type": "string", "format": "binary", "minLength": 1})
+class _FileSchema(serializers.FileField):
+    """A file of at least one byte (an empty one is refused by the service)."""
 
 
 class DocumentFileInput(_Common):
-    """The multipart/form-data body: the file itself."""
+    """The multipart/form-data body: the file itself. (A form field is text: none is null.)"""
 
-    file = serializers.FileField(allow_empty_file=True, help_text="The document file.")
+    url = serializers.URLField(max_length=2000, required=False, allow_blank=True,
+                               help_text=_URL_HELP)
+    language = LanguageField(required=False, allow_blank=True, help_text=_LANGUAGE_HELP)
+
+    file = _FileSchema(allow_empty_file=True, help_text="The document file.")
 
 
 class DocumentUploadInput(_Common):
-    """What the view validates: either ``content`` or ``file``."""
+    """What the legacy view validates: either ``content`` or ``file``."""
 
     content = serializers.CharField(trim_whitespace=False, required=False)
     file = serializers.FileField(required=False, allow_empty_file=True)
@@ -75,6 +116,10 @@ class DocumentUploadInput(_Common):
         if has_content and not attrs.get("title", "").strip():
             raise ValidationError({"title": [ErrorDetail("This field is required.", code="required")]})
         return attrs
+
+
+class V1DocumentUploadInput(V1Input, DocumentUploadInput):
+    """What the v1 view validates: the same, a JSON body typed strictly."""
 
 
 def check_body_size(request) -> None:
@@ -107,14 +152,13 @@ def _infer_type(filename: str, data: bytes) -> str:
 def _decode_base64(content: str) -> bytes:
     raw = _DATA_URL.sub("", content.strip(), count=1)
     raw = re.sub(r"\s+", "", raw)
-    try:
-        if "-" in raw or "_" in raw:
-            return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-        return base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True)
-    except (binascii.Error, ValueError):
+    urlsafe = "-" in raw or "_" in raw
+    if not (_URLSAFE if urlsafe else _STANDARD).fullmatch(raw):
         raise InvalidRequest("content is not valid base64.", details=[FieldError(
             "content", "invalid_format",
-            "For pdf and docx, content is the file in base64.")]) from None
+            "For pdf and docx, content is the file in base64.")])
+    decode = base64.urlsafe_b64decode if urlsafe else base64.b64decode
+    return decode(raw + "=" * (-len(raw) % 4))  # well formed: it decodes
 
 
 def file_values(upload: UploadedFile, *, title: str = "", type: str = "") -> dict[str, Any]:
@@ -132,10 +176,11 @@ def file_values(upload: UploadedFile, *, title: str = "", type: str = "") -> dic
             "filename": filename, "source_field": "file"}
 
 
-def upload_values(request) -> dict[str, Any]:
-    """The service arguments of ``document_create`` from a validated request."""
+def upload_values(request, body_class: type[DocumentUploadInput]) -> dict[str, Any]:
+    """The service arguments of ``document_create`` from a request validated by ``body_class``
+    (the surface's)."""
     check_body_size(request)
-    body = DocumentUploadInput(data=request.data)
+    body = body_class(data=request.data)
     body.is_valid(raise_exception=True)
     values = body.validated_data
     common = {"url": values.get("url") or "", "language": (values.get("language") or "").lower()}

@@ -6,7 +6,7 @@ with the document ``processing``; a worker makes it ``ready`` or ``failed``.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -18,7 +18,13 @@ from core.pagination import paginate
 
 from .. import presenters, services
 from ..models import DOCUMENT_STATUSES, DOCUMENT_TYPES, Document
-from .uploads import PARSERS, DocumentContentInput, DocumentFileInput, upload_values
+from .uploads import (
+    PARSERS,
+    DocumentContentInput,
+    DocumentFileInput,
+    V1DocumentUploadInput,
+    upload_values,
+)
 
 
 class DocumentSerializer(serializers.Serializer):
@@ -54,12 +60,7 @@ class DocumentViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_knowledge_base_list",
-        parameters=[
-            OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
-            OpenApiParameter("limit", int, description="Items per page, 1 to 100 (default 25)."),
-            OpenApiParameter("status", str, enum=DOCUMENT_STATUSES),
-            OpenApiParameter("type", str, enum=DOCUMENT_TYPES),
-        ],
+        parameters=[DocumentListQuery],
         responses={200: paginated("DocumentList", DocumentSerializer), **v1_errors(400)},
     )
     def list(self, request):
@@ -85,7 +86,8 @@ class DocumentViewSet(V1ViewSet):
         responses={201: DocumentSerializer, **v1_errors(422, body=True)},
     )
     def create(self, request):
-        document = services.document_create(**self.owner(), **upload_values(request))
+        document = services.document_create(**self.owner(),
+                                            **upload_values(request, V1DocumentUploadInput))
         return Response(presenters.v1_document(document), status=201)
 
     @extend_schema(operation_id="v1_knowledge_base_delete",

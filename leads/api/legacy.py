@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from django.core.validators import MaxLengthValidator
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from apikeys.models import Scope
 from config.api.fields import (
     StatedCharField,
+    StatedDictField,
     StatedEmailField,
     StatedIntegerField,
     TimestampField,
@@ -54,15 +56,15 @@ _LeadListEnvelope = inline_serializer(
 
 
 class LegacyLeadListQuery(serializers.Serializer):
-    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000)
-    limit = serializers.IntegerField(default=LEGACY_DEFAULT_LIMIT, min_value=1, max_value=100)
-    q = serializers.CharField(required=False, allow_blank=True, max_length=200)
-
-    def validate_q(self, value: str) -> str:
-        if value and len(value) < 2:
-            raise serializers.ValidationError("Search terms need at least 2 characters.",
-                                              code="too_short")
-        return value
+    q = serializers.CharField(
+        required=False, allow_blank=True, min_length=2, max_length=200,
+        error_messages={"min_length": "Search terms need at least 2 characters."},
+        help_text="Search: at least 2 characters (leading and trailing spaces aside), matched "
+                  "case-insensitively in name, email, company; empty lists every lead.")
+    page = serializers.IntegerField(default=1, min_value=1, max_value=1_000_000,
+                                    help_text="Page number, from 1.")
+    limit = serializers.IntegerField(default=LEGACY_DEFAULT_LIMIT, min_value=1, max_value=100,
+                                     help_text="Leads per page, 1 to 100.")
 
 
 # Shape and type only: the rules are the lead services' (``leads.validation``).
@@ -74,7 +76,12 @@ class LegacyLeadCreateSerializer(serializers.Serializer):
                             allow_blank=True, allow_null=True)
     company = StatedCharField(max_length=rules.TEXT_LIMITS["company"], required=False,
                               allow_blank=True, allow_null=True)
-    metadata = serializers.DictField(required=False, allow_null=True)
+    metadata = StatedDictField(
+        required=False, allow_null=True,
+        validators=[MaxLengthValidator(rules.MAX_CUSTOM_FIELD_KEYS)],
+        help_text=f"At most {rules.MAX_CUSTOM_FIELD_KEYS} keys of 1 to "
+                  f"{rules.MAX_CUSTOM_FIELD_KEY_LENGTH} characters, "
+                  f"{rules.MAX_CUSTOM_FIELDS_BYTES // 1024} KiB of JSON in all.")
 
 
 class LegacyLeadUpdateSerializer(LegacyLeadCreateSerializer):
@@ -105,12 +112,7 @@ class LegacyLeadViewSet(LegacyViewSet):
 
     @extend_schema(
         operation_id="legacy_leads_list",
-        parameters=[
-            OpenApiParameter("q", str, description="Search: at least 2 characters, matched "
-                                                   "case-insensitively in name, email, company."),
-            OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
-            OpenApiParameter("limit", int, description="Leads per page, 1 to 100 (default 50)."),
-        ],
+        parameters=[LegacyLeadListQuery],
         responses={200: _LeadListEnvelope, **legacy_errors(400)},
     )
     def list(self, request):

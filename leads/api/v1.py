@@ -10,24 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.validators import RegexValidator
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django.core.validators import MaxLengthValidator, RegexValidator
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
 from config.api.fields import (
     PrefixedIdField,
     StatedCharField,
+    StatedDictField,
     StatedEmailField,
     StatedIntegerField,
     StatedListField,
     TimestampField,
+    V1Input,
 )
-from config.api.query import DayField, PageQuery, parse_query
+from config.api.query import RANGE_HELP, DayField, PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
+from core.errors import FieldError, Unprocessable
 
 from .. import presenters, selectors, services
 from .. import validation as rules
@@ -35,7 +36,6 @@ from ..models import Lead
 from ..vocabulary import V1_STATUSES, LeadSource, stored_from_v1
 
 SORT_FIELDS = list(selectors.SORT_COLUMNS)
-STATUS_ENUM = list(V1_STATUSES)
 E164 = RegexValidator(r"^\+[1-9][0-9]{1,14}$", code="invalid_format",
                       message="Expected an E.164 phone number such as +14155550123.")
 
@@ -89,7 +89,7 @@ def _text(field: str) -> serializers.CharField:
                            allow_null=True)
 
 
-class LeadCreateSerializer(serializers.Serializer):
+class LeadCreateSerializer(V1Input):
     """POST body; PATCH validates it partially (absent fields are left alone)."""
 
     email = StatedEmailField(max_length=rules.MAX_EMAIL_LENGTH)
@@ -102,7 +102,12 @@ class LeadCreateSerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=LeadSource.values, default=LeadSource.API)
     tags = StatedListField(child=StatedCharField(max_length=rules.MAX_TAG_LENGTH),
                            max_length=rules.MAX_TAGS, required=False, allow_null=True)
-    customFields = serializers.DictField(required=False, allow_null=True)
+    customFields = StatedDictField(
+        required=False, allow_null=True,
+        validators=[MaxLengthValidator(rules.MAX_CUSTOM_FIELD_KEYS)],
+        help_text=f"At most {rules.MAX_CUSTOM_FIELD_KEYS} keys of 1 to "
+                  f"{rules.MAX_CUSTOM_FIELD_KEY_LENGTH} characters, "
+                  f"{rules.MAX_CUSTOM_FIELDS_BYTES // 1024} KiB of JSON in all.")
     assignedTo = PrefixedIdField("user", required=False, allow_null=True,
                                  help_text="user_ id of a user of the tenant, or null")
 
@@ -128,26 +133,26 @@ class LeadListQuery(PageQuery):
     source = serializers.ChoiceField(choices=LeadSource.values, required=False)
     sortBy = serializers.ChoiceField(choices=SORT_FIELDS, default="createdAt")
     sortOrder = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
-    createdAfter = DayField(required=False)
-    createdBefore = DayField(required=False)
+    createdAfter = DayField(required=False, help_text=(
+        f"ISO 8601 date (UTC); leads created on or after it. {RANGE_HELP}"))
+    createdBefore = DayField(required=False, help_text=(
+        f"ISO 8601 date (UTC); leads created on or before it. {RANGE_HELP}"))
 
-    def validate(self, attrs):
-        after, before = attrs.get("createdAfter"), attrs.get("createdBefore")
-        if after and before and after > before:
-            raise ValidationError({"createdBefore": [ErrorDetail(
-                "createdBefore is earlier than createdAfter.", code="out_of_range")]})
-        return attrs
+
+def _check_created_range(query: dict[str, Any]) -> None:
+    """422 for a range that runs backwards: each date is well formed, the pair is not a range
+    (as analytics answers a backwards period)."""
+    after, before = query.get("createdAfter"), query.get("createdBefore")
+    if after and before and after > before:
+        raise Unprocessable("createdBefore is earlier than createdAfter.", details=[
+            FieldError("createdBefore", "out_of_range", "Must be on or after createdAfter.")])
 
 
 class LeadSearchQuery(PageQuery):
-    q = serializers.CharField(min_length=2, max_length=200)
+    q = serializers.CharField(min_length=2, max_length=200, help_text=(
+        "At least 2 characters (leading and trailing spaces aside); matched "
+        "case-insensitively inside name, email, company and custom field values."))
     status = serializers.ChoiceField(choices=V1_STATUSES, required=False)
-
-
-_PAGE_PARAMETERS = [
-    OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
-    OpenApiParameter("limit", int, description="Items per page, 1 to 100 (default 25)."),
-]
 
 
 class LeadViewSet(V1ViewSet):
@@ -161,21 +166,12 @@ class LeadViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_leads_list",
-        parameters=[
-            *_PAGE_PARAMETERS,
-            OpenApiParameter("status", str, enum=STATUS_ENUM),
-            OpenApiParameter("source", str, enum=LeadSource.values),
-            OpenApiParameter("sortBy", str, enum=SORT_FIELDS, default="createdAt"),
-            OpenApiParameter("sortOrder", str, enum=["asc", "desc"], default="desc"),
-            OpenApiParameter("createdAfter", OpenApiTypes.DATE,
-                             description="ISO 8601 date (UTC); leads created on or after it."),
-            OpenApiParameter("createdBefore", OpenApiTypes.DATE,
-                             description="ISO 8601 date (UTC); leads created on or before it."),
-        ],
-        responses={200: paginated("LeadList", LeadSerializer), **v1_errors(400)},
+        parameters=[LeadListQuery],
+        responses={200: paginated("LeadList", LeadSerializer), **v1_errors(400, 422)},
     )
     def list(self, request):
         query = parse_query(request, LeadListQuery)
+        _check_created_range(query)
         filters = selectors.LeadFilters(
             status=query.get("status"), source=query.get("source"),
             created_from=query.get("createdAfter"), created_to=query.get("createdBefore"),
@@ -190,13 +186,7 @@ class LeadViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_leads_search",
-        parameters=[
-            OpenApiParameter("q", str, required=True,
-                             description="At least 2 characters; matched case-insensitively "
-                                         "inside name, email, company and custom field values."),
-            OpenApiParameter("status", str, enum=STATUS_ENUM),
-            *_PAGE_PARAMETERS,
-        ],
+        parameters=[LeadSearchQuery],
         responses={200: paginated("LeadSearchResults", LeadSearchResultSerializer),
                    **v1_errors(400)},
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -37,10 +37,7 @@ class UserViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_users_list",
-        parameters=[
-            OpenApiParameter("page", int, description="Page number, from 1."),
-            OpenApiParameter("limit", int, description="Items per page, 1 to 100 (default 25)."),
-        ],
+        parameters=[PageQuery],
         responses={200: paginated("UserList", UserSerializer), **v1_errors(400)},
     )
     def list(self, request):

@@ -1,6 +1,7 @@
 """The OpenAPI schemas of both surfaces: public, valid, complete. (Every response in the suite
 is also validated against them: see tests/openapi.py.)"""
 
+import pytest
 from openapi_spec_validator import validate
 
 
@@ -65,3 +66,95 @@ def test_chat_schemas_describe_the_time_zone_and_a_slot_actions_metadata(api, db
 def operation_body(schema, path):
     content = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]
     return _resolve(schema, content["schema"])
+
+
+# --- query parameters: generated from each endpoint's query serializer ----------------------------
+
+def _query_parameters(schema):
+    """(path, method, parameter) of every query parameter of the schema."""
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query":
+                    yield path, method, parameter
+
+
+def _parameter(schema, path, name, method="get"):
+    return next(p for p in schema["paths"][path][method]["parameters"] if p["name"] == name)
+
+
+@pytest.mark.parametrize("surface", ["/api/v1/schema", "/api/schema"])
+def test_every_query_parameter_states_its_limits(api, db, surface):
+    """No parameter is a bare ``integer`` or ``string``: numbers have their minimum and maximum,
+    text its enum, pattern, format or length, so a client (or a fuzzer) knows what is valid."""
+    schema = _schema(api, surface)
+    bare = []
+    for path, method, parameter in _query_parameters(schema):
+        stated = parameter["schema"]
+        if (path, parameter["name"]) == ("/api/chat", "tenant"):
+            continue  # any text: an unknown tenant is a 404, not a bad parameter
+        if stated.get("type") == "integer":
+            ok = "minimum" in stated and "maximum" in stated
+        elif stated.get("type") == "string":
+            ok = any(key in stated for key in ("enum", "pattern", "format", "maxLength"))
+        else:
+            ok = "anyOf" in stated or stated.get("type") == "boolean"
+        if not ok:
+            bare.append((method, path, parameter["name"], stated))
+    assert bare == []
+
+
+@pytest.mark.parametrize(("surface", "path", "default"), [
+    ("/api/v1/schema", "/api/v1/leads", 25), ("/api/v1/schema", "/api/v1/leads/search", 25),
+    ("/api/v1/schema", "/api/v1/conversations", 25), ("/api/v1/schema", "/api/v1/users", 25),
+    ("/api/v1/schema", "/api/v1/webhooks", 25), ("/api/v1/schema", "/api/v1/knowledge-base", 25),
+    ("/api/v1/schema", "/api/v1/webhooks/{id}/deliveries", 25),
+    ("/api/v1/schema", "/api/v1/analytics/activity", 50),
+    ("/api/schema", "/api/leads", 50), ("/api/schema", "/api/admin/knowledge-base", 50),
+    ("/api/schema", "/api/leads/{id}/conversations", 20),
+])
+def test_page_and_limit_state_their_range_and_default(api, db, surface, path, default):
+    schema = _schema(api, surface)
+    limit = _parameter(schema, path, "limit")
+    assert limit["schema"] == {"type": "integer", "minimum": 1, "maximum": 100, "default": default}
+    assert limit["description"].startswith(("Items per page", "Leads per page",
+                                            "Documents per page", "Conversations per page"))
+    page = _parameter(schema, path, "page")
+    assert page["schema"]["minimum"] == 1 and page["schema"]["default"] == 1
+    assert page["description"] == "Page number, from 1."
+
+
+def test_v1_enums_dates_and_ids_are_stated(api, db):
+    schema = _schema(api, "/api/v1/schema")
+    status = _parameter(schema, "/api/v1/leads", "status")["schema"]
+    assert set(status["enum"]) == {"new", "qualified", "contacted", "converted", "lost"}
+    assert status["minLength"] == 1  # an empty value is no status
+    assert _parameter(schema, "/api/v1/leads", "sortBy")["schema"]["default"] == "createdAt"
+    after = _parameter(schema, "/api/v1/leads", "createdAfter")
+    assert after["schema"]["format"] == "date" and after["schema"]["pattern"].startswith("^")
+    assert "created on or after it" in after["description"]
+    assert "1900-01-01 to 9998-12-31" in after["description"]
+    for path in ("/api/v1/analytics/activity", "/api/v1/conversations"):
+        start = _parameter(schema, path, "startDate")["schema"]
+        assert [s["format"] for s in start["anyOf"]] == ["date", "date-time"]
+    granularity = _parameter(schema, "/api/v1/analytics/overview", "granularity")["schema"]
+    assert granularity["enum"] == ["day", "week", "month"] and granularity["default"] == "day"
+    lead_id = _parameter(schema, "/api/v1/analytics/activity", "leadId")["schema"]
+    assert lead_id["pattern"] == "^lead_[0-9a-f]{32}$"
+    types = _parameter(schema, "/api/v1/analytics/activity", "type")
+    assert r"lead\.created" in types["schema"]["pattern"] and "lead.created" in types["description"]
+    q = _parameter(schema, "/api/v1/leads/search", "q")
+    assert q["required"] and q["schema"]["minLength"] == 2 and q["schema"]["maxLength"] == 200
+    assert "custom field values" in q["description"]
+    limit = _parameter(schema, "/api/v1/conversations/{id}", "messageLimit")["schema"]
+    assert (limit["minimum"], limit["maximum"]) == (1, 200)
+
+
+def test_legacy_parameters_are_stated(api, db):
+    schema = _schema(api, "/api/schema")
+    q = _parameter(schema, "/api/leads", "q")
+    assert "at least 2 characters" in q["description"]
+    session = _parameter(schema, "/api/chat/stream", "sessionId")
+    assert session["required"] and session["schema"]["format"] == "uuid"
+    tenant = _parameter(schema, "/api/widget", "tenant")
+    assert tenant["required"] and tenant["schema"]["maxLength"] == 40

@@ -116,7 +116,7 @@ def test_email_change_to_a_taken_one_is_409(api, kit, lead):
     ({"score": 101}, "score", "out_of_range"),
     ({"score": -1}, "score", "out_of_range"),
     ({"score": "high"}, "score", "invalid_format"),
-    ({"tags": [1, {}]}, "tags.1", "invalid_format"),
+    ({"tags": [1, {}]}, "tags[1]", "invalid_format"),
     ({"customFields": "x"}, "customFields", "invalid_format"),
 ])
 def test_invalid_bodies_are_400_with_field_details(api, kit, lead, body, field, code):

@@ -8,19 +8,19 @@ Input shapes are checked here (400 with field details); the services check the U
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
 from apikeys.models import Scope
-from config.api.fields import TimestampField
+from config.api.fields import NOT_WHITESPACE, WHITESPACE, TimestampField, V1Input
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from core.pagination import paginate
 
-from .. import presenters, selectors, services
+from .. import presenters, selectors, services, transport
 from ..envelopes import V1_EVENT_TYPES
 from ..models import Delivery, DeliveryStatus, Subscription, SubscriptionStatus, Surface
 
@@ -82,11 +82,45 @@ def _validate_event_types(value: list[str]) -> list[str]:
     return value
 
 
-class SubscriptionCreateSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=2048, help_text="https URL of a public host")
-    events = serializers.ListField(child=serializers.CharField(max_length=64), allow_empty=False,
-                                   max_length=len(V1_EVENT_TYPES) * 4,
-                                   help_text="Event types: " + ", ".join(V1_EVENT_TYPES))
+@extend_schema_field({"type": "string", "enum": list(V1_EVENT_TYPES)})
+class EventTypeField(serializers.CharField):
+    """One event type; an unknown one is refused by ``_validate_event_types``, which names it
+    by its place in the list."""
+
+
+# The shape of a webhook URL that webhooks.transport.parse_url checks (https, a host and an
+# optional port, no credentials, no whitespace but around it, which is trimmed), for the schema;
+# the transport then checks the host's addresses (422 when they are not public or do not
+# resolve).
+_URL_PATTERN = (f"^{WHITESPACE}*https://" + NOT_WHITESPACE[:-1] + r"/?#@:\[\]]+"
+                r"(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5]?[0-9]{1,4}))?"
+                rf"(?:[/?#]{NOT_WHITESPACE}*)?{WHITESPACE}*$")
+
+
+@extend_schema_field({"type": "string", "maxLength": transport.MAX_URL_LENGTH,
+                      "pattern": _URL_PATTERN, "example": "https://example.com/hooks"})
+class WebhookURLField(serializers.CharField):
+    """The URL deliveries go to, checked by the service (``webhooks.transport``)."""
+
+
+def _url(**kwargs) -> serializers.CharField:
+    return WebhookURLField(max_length=transport.MAX_URL_LENGTH, help_text=(
+        "https URL of a public host (http too where the operator allows it: "
+        "WEBHOOKS_ALLOW_HTTP); a host that does not resolve, or resolves to a private address, "
+        "is 422."), **kwargs)
+
+
+def _events(**kwargs) -> serializers.ListField:
+    return serializers.ListField(child=EventTypeField(), allow_empty=False,
+                                 max_length=len(V1_EVENT_TYPES) * 4,
+                                 help_text="Event types, at least one.", **kwargs)
+
+
+class SubscriptionCreateSerializer(V1Input):
+    """``POST /api/v1/webhooks``."""
+
+    url = _url()
+    events = _events()
     secret = serializers.CharField(
         required=False, allow_null=True, trim_whitespace=False,
         min_length=services.SECRET_MIN_LENGTH, max_length=services.SECRET_MAX_LENGTH,
@@ -96,10 +130,11 @@ class SubscriptionCreateSerializer(serializers.Serializer):
         return _validate_event_types(value)
 
 
-class SubscriptionUpdateSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=2048, required=False)
-    events = serializers.ListField(child=serializers.CharField(max_length=64), allow_empty=False,
-                                   max_length=len(V1_EVENT_TYPES) * 4, required=False)
+class SubscriptionUpdateSerializer(V1Input):
+    """``PATCH /api/v1/webhooks/{id}``: the fields given change."""
+
+    url = _url(required=False)
+    events = _events(required=False)
     status = serializers.ChoiceField(choices=SubscriptionStatus.values, required=False,
                                      help_text="active re-enables a disabled subscription")
 
@@ -111,12 +146,6 @@ class DeliveryListQuery(PageQuery):
     status = serializers.ChoiceField(choices=DeliveryStatus.values, required=False)
 
 
-_PAGE_PARAMETERS = [
-    OpenApiParameter("page", int, description="Page number, from 1 (default 1)."),
-    OpenApiParameter("limit", int, description="Items per page, 1 to 100 (default 25)."),
-]
-
-
 class WebhookViewSet(V1ViewSet):
     """Webhook subscriptions of the caller's tenant, in the caller's mode."""
 
@@ -124,7 +153,7 @@ class WebhookViewSet(V1ViewSet):
     id_prefix = "wh"
     min_scope = Scope.ADMIN
 
-    @extend_schema(operation_id="v1_webhooks_list", parameters=_PAGE_PARAMETERS,
+    @extend_schema(operation_id="v1_webhooks_list", parameters=[PageQuery],
                    responses={200: paginated("WebhookList", SubscriptionSerializer),
                               **v1_errors(400)})
     def list(self, request):
@@ -166,8 +195,7 @@ class WebhookViewSet(V1ViewSet):
 
     @extend_schema(
         operation_id="v1_webhooks_deliveries",
-        parameters=[*_PAGE_PARAMETERS,
-                    OpenApiParameter("status", str, enum=DeliveryStatus.values)],
+        parameters=[DeliveryListQuery],
         responses={200: paginated("WebhookDeliveryList", DeliverySerializer),
                    **v1_errors(400, 404)},
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -103,9 +103,10 @@ class WidgetConfigView(PublicLegacyAPIView):
 
 
 class StreamQuery(serializers.Serializer):
-    tenant = serializers.CharField(max_length=40)
-    sessionId = serializers.UUIDField()  # noqa: N815 - the query parameter's name
-    visitorId = serializers.CharField(max_length=200)  # noqa: N815
+    tenant = serializers.CharField(max_length=40, help_text="The tenant's public id.")
+    sessionId = serializers.UUIDField(  # noqa: N815 - the query parameter's name
+        help_text="The session (UUID) of the visitor's chat.")
+    visitorId = serializers.CharField(max_length=200, help_text="The visitor's id.")  # noqa: N815
 
 
 def _snapshot(conversation_id) -> dict[str, Any]:
@@ -138,12 +139,7 @@ class ChatStreamView(PublicLegacyAPIView):
     @extend_schema(
         operation_id="legacy_chat_stream",
         auth=[],
-        parameters=[
-            OpenApiParameter("tenant", str, required=True, description="The tenant's public id."),
-            OpenApiParameter("sessionId", str, required=True,
-                             description="The session (UUID) of the visitor's chat."),
-            OpenApiParameter("visitorId", str, required=True, description="The visitor's id."),
-        ],
+        parameters=[StreamQuery],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
                 event_schema(("session", "message", "status")),
