@@ -1,9 +1,8 @@
 """The legacy surface: everything under ``/api/`` outside ``/api/v1/``, one include per app."""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularJSONAPIView
 
-from config.api.views import LegacyNotFoundView
+from config.api.views import LegacyNotFoundView, SchemaView
 from config.health import HealthView
 
 routes = [
@@ -16,7 +15,7 @@ urlpatterns = [
     *routes,
     path(
         "api/schema",
-        SpectacularJSONAPIView.as_view(
+        SchemaView.as_view(
             patterns=routes,
             custom_settings={"TITLE": "Sales Agent Service API (legacy)"},
         ),

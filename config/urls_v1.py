@@ -2,9 +2,8 @@
 a v1 404."""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularJSONAPIView
 
-from config.api.views import SwaggerView, V1NotFoundView
+from config.api.views import SchemaView, SwaggerView, V1NotFoundView
 
 # The documented API; the OpenAPI schema is generated from exactly these.
 routes = [
@@ -16,7 +15,7 @@ urlpatterns = [
     *routes,
     path(
         "api/v1/schema",
-        SpectacularJSONAPIView.as_view(
+        SchemaView.as_view(
             patterns=routes,
             custom_settings={
                 "TITLE": "Sales Agent Service API (v1)",

@@ -13,6 +13,7 @@ Rate-limit contract for endpoints: set ``rate_limit_bucket`` (see ``config/ratel
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 from uuid import UUID
 
@@ -20,9 +21,10 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Model, QuerySet
 from django.http import HttpResponse
-from drf_spectacular.views import SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework import viewsets
 from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apikeys.authentication import AdminCookieAuthentication, BearerKeyAuthentication, Caller
@@ -185,3 +187,22 @@ class SwaggerView(SpectacularSwaggerView):
         response = HttpResponse(status=200)
         response["Allow"] = ", ".join(self.allowed_methods)
         return response
+
+
+class SchemaView(SpectacularJSONAPIView):
+    """A surface's OpenAPI schema, generated once per process, under a lock. drf-spectacular is
+    not thread-safe there: it patches its global settings with the view's ``custom_settings``
+    (the title) while it generates, and loads its extensions lazily, so two first requests at
+    once answered 500 (an ``AttributeError`` in its extension loading, found by the fuzzer)."""
+
+    _lock = threading.Lock()
+    _generated: dict[tuple, tuple[Any, dict]] = {}
+
+    def get(self, request, *args, **kwargs):
+        key = (id(self.patterns), repr(sorted((self.custom_settings or {}).items(), key=str)))
+        with self._lock:
+            if key not in self._generated:
+                response = super().get(request, *args, **kwargs)
+                self._generated[key] = (response.data, dict(response.headers))
+        data, headers = self._generated[key]
+        return Response(data, headers=headers)
