@@ -50,14 +50,20 @@ class AutoSchema(SpectacularAutoSchema):
                 state_email(stated)
             if direction != "request":
                 continue
-            if isinstance(field, serializers.CharField) and field.trim_whitespace:
-                state_trimming(field, stated)
-            if isinstance(field, serializers.ListField) and not field.allow_empty:
-                stated["minItems"] = max(stated.get("minItems", 0), 1)
+            _state_request_field(field, stated)
+            if isinstance(field, serializers.ListField) and isinstance(stated.get("items"), dict):
+                _state_request_field(field.child, stated["items"])
         return schema
 
 
 _BLANK = {"type": "string", "maxLength": 0}  # drf-spectacular's "or blank" branch
+
+
+def _state_request_field(field: serializers.Field, schema: dict) -> None:
+    if isinstance(field, serializers.CharField) and field.trim_whitespace:
+        state_trimming(field, schema)
+    if isinstance(field, serializers.ListField) and not field.allow_empty:
+        schema["minItems"] = max(schema.get("minItems", 0), 1)
 
 
 def state_email(schema: dict) -> None:

@@ -100,7 +100,8 @@ class LeadCreateSerializer(V1Input):
                                   allow_blank=True, allow_null=True)
     status = serializers.ChoiceField(choices=V1_STATUSES, default="new")
     source = serializers.ChoiceField(choices=LeadSource.values, default=LeadSource.API)
-    tags = StatedListField(child=StatedCharField(max_length=rules.MAX_TAG_LENGTH),
+    # A blank tag is dropped by the service (leads.validation.clean_tags), not refused.
+    tags = StatedListField(child=StatedCharField(max_length=rules.MAX_TAG_LENGTH, allow_blank=True),
                            max_length=rules.MAX_TAGS, required=False, allow_null=True)
     customFields = StatedDictField(
         required=False, allow_null=True,

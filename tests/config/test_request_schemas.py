@@ -6,7 +6,7 @@ never a 400 (a semantic refusal is 422, a session that does not exist 404), and 
 refuses always is. The values are those where the two used to part: whitespace Python trims but
 ECMAScript's ``\\s`` does not know (U+001C), addresses Django's validator refuses although
 ``format: email`` takes them, a webhook URL with a bad port, base64 that is not, a language
-that is no ISO 639-1 code."""
+that is no ISO 639-1 code, a blank tag (which the service drops)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def _cases():
     for name in ["Ada", " ", "\u001c", "\u3000", ""]:
         yield "/api/admin/leads", {"name": name, "email": "ada@example.com"}
     yield "/api/v1/leads", {**LEAD, "customFields": {str(i): i for i in range(101)}}
+    for tags in [["vip"], [""], [" "], ["vip", "\u001c"], ["x" * 51]]:
+        yield "/api/v1/leads", {**LEAD, "tags": tags}
     for message in ["Hello", " ", "\u001c", "\u0085\u3000", "\ufeff", "a\u001c"]:
         yield "/api/v1/chat", {**CHAT, "message": message}
     for visitor in ["v-1", "\u001c", " v "]:
