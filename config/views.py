@@ -3,6 +3,8 @@ that keep the surface's envelope even when a failure happens outside the API vie
 
 from __future__ import annotations
 
+import sys
+
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import Http404
 from django.shortcuts import render
@@ -82,5 +84,8 @@ def page_not_found(request, exception=None):
 
 def server_error(request):
     if surface := surface_of(request.path):
-        return json_error(request, RuntimeError("unhandled error outside a view"), surface)
+        # Django calls this while handling the exception: the envelope is that exception's (a
+        # database that cannot be reached is a 503, whatever raised it).
+        failure = sys.exception() or RuntimeError("unhandled error outside a view")
+        return json_error(request, failure, surface)
     return defaults.server_error(request)
