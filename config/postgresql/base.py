@@ -6,10 +6,11 @@ is busy, wrong when the server is gone, since every request then waits that long
 503. Here the wait is cut in slices (the pool's own ``timeout`` is one slice, settings); after a
 slice in vain, one direct connection, bounded by ``connect_timeout``, tells a busy pool (wait on,
 up to ``DB_POOL_TIMEOUT_SECONDS`` in all) from a server that cannot be reached (give up). Then a
-breaker (``core.breaker``) fails every new connection at once, with one trial every
-``COOLDOWN_SECONDS``: a direct connection, which the pool only follows once it succeeds. The pool
-is replaced when the breaker opens, so that the next one starts afresh when the server is back,
-instead of after the old one's reconnection backoff (which grows to minutes).
+breaker (``core.breaker``) fails every new connection at once while a thread of its own tries a
+direct connection every ``COOLDOWN_SECONDS``, so that no request waits for a trial; the first
+that succeeds closes it. The pool is replaced when the breaker opens, so that the next one
+starts afresh when the server is back, instead of after the old one's reconnection backoff
+(which grows to minutes).
 
 Django turns these errors into ``django.db.OperationalError``, which both surfaces answer with
 503 and ``Retry-After`` (``config/api/errors.py``).
@@ -26,8 +27,8 @@ from psycopg_pool import PoolTimeout
 
 from core.breaker import Breaker
 
-# While the server cannot be reached, one connection is tried this often (the rest fail at once).
-COOLDOWN_SECONDS = 2.0
+# While the server cannot be reached, a direct connection is tried this often.
+COOLDOWN_SECONDS = 1.0
 # A direct connection that succeeded answers for the other waiting threads this long.
 REACHABLE_FOR_SECONDS = 1.0
 
@@ -75,18 +76,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 "the database server cannot be reached (it did not answer moments ago)")
         try:
             if not breaker.closed:
-                self._direct(conn_params)  # the trial
-            connection = self._wait_for_connection(conn_params, probe)
+                self._direct(conn_params)  # a trial, when no probe makes them
+            connection = self._wait_for_connection(conn_params, breaker, probe)
         except PoolTimeout:
             raise  # busy for DB_POOL_TIMEOUT_SECONDS: the server answers, it is overloaded
         except self.Database.OperationalError as exc:
-            breaker.failed(exc)
+            breaker.failed(exc, probe=lambda: self._direct(conn_params))
             self._discard_pool()
             raise
         breaker.succeeded()
         return connection
 
-    def _wait_for_connection(self, conn_params, probe: _Probe):
+    def _wait_for_connection(self, conn_params, breaker: Breaker, probe: _Probe):
         if not self.settings_dict["OPTIONS"].get("pool"):
             return super().get_new_connection(conn_params)  # bounded by connect_timeout
         deadline = time.monotonic() + settings.DB_POOL_TIMEOUT_SECONDS
@@ -94,7 +95,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
             try:
                 return super().get_new_connection(conn_params)
             except PoolTimeout:
-                # A slice in vain: a busy pool, or a server gone? A direct connection says.
+                # A slice in vain: a busy pool, or a server gone? A direct connection says,
+                # unless another thread found out meanwhile.
+                if not breaker.closed:
+                    raise self.Database.OperationalError(
+                        "the database server cannot be reached") from None
                 probe.confirm(lambda: self._direct(conn_params))
                 if time.monotonic() >= deadline:
                     raise
