@@ -54,7 +54,7 @@ BEFORE = 4.0  # seconds of load before the outage
 OUTAGE = 10.0  # seconds the server is gone
 AFTER = 8.0  # seconds of load after it is back
 BOUND = 5.0  # seconds: no answer may take longer, whatever the outage
-RECOVERY = 90.0  # seconds after the outage for every event to reach the receiver
+RECOVERY = 120.0  # seconds after the outage for every event to reach the receiver (docs/security.md)
 REDIS_DB = 11  # a Redis database of these tests' own: nothing of anyone else's is touched
 # The v1 events that every write of the load emits and the subscription always receives.
 EXPECTED_EVENTS = ("lead.created", "conversation.started", "message.received", "message.sent")
@@ -298,7 +298,8 @@ def assert_answers_hold(calls: list[Call]) -> None:
     assert not bad, "\n".join(
         f"{c.kind} at {c.at:+.1f}s: {c.status} in {c.latency:.2f}s, Retry-After "
         f"{c.retry_after}, {c.body[:300]}" for c in bad[:10]) + "\n" + report
-    before = [c for c in calls if c.at < 0]
+    # Answered before the outage began, or sent 3 s after it ended: all successes.
+    before = [c for c in calls if c.at + c.latency < 0]
     after = [c for c in calls if c.at > OUTAGE + 3]
     assert before and all(c.status and c.status < 300 for c in before), report
     assert after and all(c.status and c.status < 300 for c in after), report
@@ -363,7 +364,7 @@ def test_an_outage_of_redis(stack, mode):
     during = [c for c in calls if 1 <= c.at <= OUTAGE - 1]
     assert during and all(c.status and c.status < 300 and not c.limited for c in during), \
         timeline(calls)
-    assert all(c.limited for c in calls if c.at < 0)
+    assert all(c.limited for c in calls if c.at + c.latency < 0)
     assert_nothing_lost(stack, calls, restored)
 
 
