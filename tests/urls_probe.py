@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from config.api.views import LegacyAPIView, V1APIView
+from config.urls import handler400, handler403, handler404, handler500  # noqa: F401 - as served
 from config.urls import urlpatterns as project_urlpatterns
 
 
@@ -96,7 +97,14 @@ class LegacyRaise(_Raise, LegacyAPIView):
     authentication_classes: list = []
 
 
+def plain(request, kind):
+    """Not a DRF view: what fails here reaches Django's handler500 (``config.views``)."""
+    FAILS[kind]()
+
+
 urlpatterns = [
+    path("api/v1/_plain/<str:kind>", plain),
+    path("api/_plain/<str:kind>", plain),
     path("api/v1/_probe", V1Probe.as_view()),
     path("api/_probe", LegacyProbe.as_view()),
     path("api/v1/_raise/<str:kind>", V1Raise.as_view()),

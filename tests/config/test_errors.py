@@ -169,3 +169,14 @@ def test_a_server_that_cannot_be_reached_is_503_with_retry_after(api, kit, probe
     r = api.get(f"/api/_raise/{kind}")
     assert _legacy_error(r, 503) == error["message"]
     assert r.headers["Retry-After"] == "5"
+
+
+@override_settings(CACHES=DEAD_REDIS)
+def test_outside_the_api_views_too(api, probes):
+    """A failure that escapes every view (here a plain Django view) reaches Django's handler500,
+    which answers with the envelope of the failure being handled: 503, not 500."""
+    r = api.get("/api/v1/_plain/database-down")
+    _v1_error(r, 503, "service_unavailable")
+    assert r.headers["Retry-After"] == "5"
+    r = api.get("/api/_plain/cache-down")
+    assert _legacy_error(r, 503).startswith("The service is temporarily unavailable: its cache")
