@@ -11,44 +11,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from config.celery import app as celery_app
-from core import broker
 from tests.factories import make_lead
-from tests.fakes.tcp_proxy import BLACKHOLED, REFUSED, TcpProxy
+from tests.fakes.tcp_proxy import BLACKHOLED, REFUSED
 from webhooks import services
 from webhooks.models import Delivery
 from webhooks.services import deliveries_sweep, subscription_create
 
 from .conftest import SECRET
 
-pytestmark = [pytest.mark.live, pytest.mark.usefixtures("local_targets")]  # a proxy's thread
-
-# The production broker's options (config/settings: Redis; tests/config/test_settings.py).
-REDIS_OPTIONS = {"socket_connect_timeout": 1, "socket_timeout": 2}
-
-
-def _reset_pools() -> None:
-    # The app keeps its broker connections and producers; new settings need new ones.
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-
-
-@pytest.fixture
-def broken_broker():
-    """Points the project's Celery app at a proxy, told to refuse or blackhole by the test;
-    everything back as it was after (the app, its pools, the breaker)."""
-    proxy = TcpProxy("127.0.0.1", 1)
-    conf = celery_app.conf
-    saved = {name: conf[name] for name in
-             ("broker_url", "broker_transport", "broker_transport_options")}
-    conf.update(broker_url=f"redis://127.0.0.1:{proxy.port}/0", broker_transport=None,
-                broker_transport_options=REDIS_OPTIONS)
-    _reset_pools()
-    yield proxy
-    proxy.close()
-    conf.update(saved)
-    _reset_pools()
-    broker.breaker.succeeded()
+pytestmark = pytest.mark.usefixtures("local_targets")
 
 
 def _subscribe(kit, receiver):
