@@ -149,6 +149,16 @@ DEAD_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCach
                           "LOCATION": "redis://127.0.0.1:1/0"}}
 
 
+@pytest.fixture(autouse=True)
+def _stop_probing_the_dead_database():
+    """The database-down probe opens the breaker of a server that never comes back (port 1),
+    whose probe would try it every second for the rest of the run."""
+    yield
+    from config.postgresql.base import _shared
+
+    _shared({"HOST": "127.0.0.1", "PORT": "1"})[0].succeeded()
+
+
 @pytest.mark.parametrize(("kind", "component"), [
     ("database-down", "database"), ("cache-down", "cache or task queue"),
     ("broker-down", "cache or task queue")])
