@@ -37,8 +37,9 @@ ERROR_CODES = [
     ("internal_error", 500, "An unexpected failure. Retry with backoff; the body and the "
      "X-Request-Id header carry the request id to quote."),
     ("bad_gateway", 502, "The language-model provider answered with an error."),
-    ("service_unavailable", 503, "The service or one of its components is down, or the tenant "
-     "chose a language-model provider without configuring its key."),
+    ("service_unavailable", 503, "The service or one of its components is down (the database, "
+     "the cache or the task queue: the Retry-After header says when to try again, the message "
+     "which one), or the tenant chose a language-model provider without configuring its key."),
     ("gateway_timeout", 504, "The language-model provider did not answer in time."),
 ]
 
