@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db.backends.postgresql import base
@@ -44,15 +45,16 @@ class _Probe:
         self._lock = threading.Lock()
         self._reached_at = float("-inf")
 
-    def confirm(self, connect) -> None:
-        """Raises the error of a direct connection, unless one succeeded moments ago or another
-        thread is making one right now (its failure opens the breaker for everybody)."""
+    def confirm(self, connect: Callable[[], None]) -> None:
+        """Raises the error of ``connect`` (a direct connection, made and closed), unless one
+        succeeded moments ago or another thread is making one right now (its failure opens the
+        breaker for everybody)."""
         if time.monotonic() - self._reached_at < REACHABLE_FOR_SECONDS:
             return
         if not self._lock.acquire(blocking=False):
             return
         try:
-            connect().close()
+            connect()
             self._reached_at = time.monotonic()
         finally:
             self._lock.release()
