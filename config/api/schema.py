@@ -306,6 +306,12 @@ _V1_POST_ERRORS = {
     409: "conflict: also a request whose Idempotency-Key is still being processed",
     422: "unprocessable: also an Idempotency-Key reused with a different request",
 }
+# Answers every operation may give: a rate limit, and a server it depends on that is gone.
+_V1_EVERYWHERE = {
+    "429": "rate_limit_exceeded",
+    "503": "service_unavailable: the database, the cache or the task queue cannot be reached",
+}
+_LEGACY_EVERYWHERE = {"429": "{error: description}", "503": "{error: description}"}
 _METHODS = ("get", "put", "post", "patch", "delete", "head", "options")
 
 
@@ -341,12 +347,9 @@ def _document_operation(operation: dict, *, v1: bool, post: bool) -> set[str]:
     """Adds the 429 answer, on v1 POSTs the Idempotency-Key, and the headers of each answer;
     returns the names of the headers it refers to."""
     responses = operation.setdefault("responses", {})
-    responses.setdefault("429", _error_response(
-        "V1Error" if v1 else "LegacyError", "rate_limit_exceeded" if v1 else "{error: description}"))
-    responses.setdefault("503", _error_response(
-        "V1Error" if v1 else "LegacyError",
-        "service_unavailable: the database, the cache or the task queue cannot be reached"
-        if v1 else "{error: description}"))
+    for status, description in (_V1_EVERYWHERE if v1 else _LEGACY_EVERYWHERE).items():
+        responses.setdefault(status, _error_response("V1Error" if v1 else "LegacyError",
+                                                     description))
     idempotent = v1 and post
     if idempotent:
         params = operation.setdefault("parameters", [])
