@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Meeting, MeetingStatus
-from core import crypto, ics
+from core import broker, crypto, ics
 from core.errors import FieldError, InvalidRequest, NotFound
 from core.work import V1_SCHEDULE
 from tenants.models import Tenant
@@ -132,21 +132,21 @@ def calendar_write_retry(*, write: MeetingCalendarWrite) -> MeetingCalendarWrite
 
 
 def enqueue(meeting_ids: Iterable[Any], *, only_pending: bool = False) -> None:
-    """One write task per meeting. A broker failure loses nothing: the sweeper enqueues again."""
+    """One write task per meeting (``core.broker.publish``). A broker that cannot be reached
+    loses nothing and holds nobody: the rows stay due, marked as carried by no task, for the
+    sweeper's next pass after the broker is back."""
     from .tasks import write
 
     ids = [str(i) for i in meeting_ids]
     if only_pending:
         ids = [str(i) for i in MeetingCalendarWrite.objects.filter(
             pk__in=ids, status=WriteStatus.PENDING).values_list("pk", flat=True)]
-    now = timezone.now()
-    for meeting_id in ids:
-        try:
-            MeetingCalendarWrite.objects.filter(pk=meeting_id).update(enqueued_at=now)
-            write.delay(meeting_id)
-        except Exception:
-            logger.exception("Could not enqueue the calendar write of meeting %s; the sweeper "
-                             "will", meeting_id)
+    if not ids:
+        return
+    MeetingCalendarWrite.objects.filter(pk__in=ids).update(enqueued_at=timezone.now())
+    if not broker.publish(write, ids):
+        MeetingCalendarWrite.objects.filter(pk__in=ids, status=WriteStatus.PENDING).update(
+            enqueued_at=None)
 
 
 # --- one attempt ----------------------------------------------------------------------------

@@ -3,6 +3,8 @@ that keep the surface's envelope even when a failure happens outside the API vie
 
 from __future__ import annotations
 
+import sys
+
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import Http404
 from django.shortcuts import render
@@ -35,8 +37,9 @@ ERROR_CODES = [
     ("internal_error", 500, "An unexpected failure. Retry with backoff; the body and the "
      "X-Request-Id header carry the request id to quote."),
     ("bad_gateway", 502, "The language-model provider answered with an error."),
-    ("service_unavailable", 503, "The service or one of its components is down, or the tenant "
-     "chose a language-model provider without configuring its key."),
+    ("service_unavailable", 503, "The service or one of its components is down (the database, "
+     "the cache or the task queue: the Retry-After header says when to try again, the message "
+     "which one), or the tenant chose a language-model provider without configuring its key."),
     ("gateway_timeout", 504, "The language-model provider did not answer in time."),
 ]
 
@@ -82,5 +85,8 @@ def page_not_found(request, exception=None):
 
 def server_error(request):
     if surface := surface_of(request.path):
-        return json_error(request, RuntimeError("unhandled error outside a view"), surface)
+        # Django calls this while handling the exception: the envelope is that exception's (a
+        # database that cannot be reached is a 503, whatever raised it).
+        failure = sys.exception() or RuntimeError("unhandled error outside a view")
+        return json_error(request, failure, surface)
     return defaults.server_error(request)

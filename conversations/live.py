@@ -19,6 +19,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from core.breaker import Breaker
 from core.models import Event, EventType
 from core.timestamps import format_timestamp, parse_timestamp
 from tenants.models import User
@@ -29,6 +30,9 @@ from .models import Conversation, ConversationStatus, Message
 logger = logging.getLogger("salesagent.live")
 
 KEEPALIVE_SECONDS = 15.0  # a comment frame this often keeps proxies from closing idle streams
+# A push waits this long at most for the channel layer (Redis in production).
+PUSH_TIMEOUT_SECONDS = 1.0
+_layer = Breaker("the channel layer", cooldown=5.0)
 ENDED = frozenset({"closed", "expired"})
 PUSHED_EVENTS = (
     EventType.MESSAGE_RECEIVED, EventType.MESSAGE_SENT, EventType.CONVERSATION_HANDOFF,
@@ -128,15 +132,25 @@ def push(event: Event) -> None:
 
 
 def _send(conversation_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:
+    """Publishes to the conversation's streams. The write is committed and a stream that misses
+    this catches up on reconnect, so a layer that cannot be reached costs the write at most
+    ``PUSH_TIMEOUT_SECONDS``, and after a failure nothing for a few seconds (``core.breaker``)."""
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not _layer.allows():
         return
     try:
-        async_to_sync(layer.group_send)(group_name(conversation_id),
-                                        {"type": "conversation.event", "event": event, "data": data})
-    except Exception:
-        # The write is committed; a stream that misses this event catches up on reconnect.
-        logger.exception("could not publish %s to conversation %s", event, conversation_id)
+        async_to_sync(_group_send)(layer, group_name(conversation_id),
+                                   {"type": "conversation.event", "event": event, "data": data})
+    except Exception as exc:
+        _layer.failed(exc)
+        logger.warning("could not publish %s to conversation %s (%s: %s)", event,
+                       conversation_id, type(exc).__name__, exc)
+    else:
+        _layer.succeeded()
+
+
+async def _group_send(layer, group: str, message: dict[str, Any]) -> None:
+    await asyncio.wait_for(layer.group_send(group, message), PUSH_TIMEOUT_SECONDS)
 
 
 async def listen(conversation_id: uuid.UUID, *, snapshot=None

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core import broker
 from core.errors import FieldError, InvalidRequest, Unprocessable
 from core.languages import ISO_639_1, detect_language
 from tenants.models import Tenant
@@ -168,11 +169,9 @@ def document_create(*, tenant: Tenant, livemode: bool, title: str, type: str, da
 def _enqueue(document_id: uuid.UUID) -> None:
     from .tasks import index_document
 
-    try:
-        index_document.delay(str(document_id))
-    except Exception:
-        # The upload is committed; the sweeper enqueues it again once the broker is back.
-        logger.exception("could not enqueue the indexing of document %s", document_id)
+    # A broker that cannot be reached holds nobody (``core.broker``): the upload is committed,
+    # and the sweeper enqueues it again once the broker is back.
+    broker.publish(index_document, [str(document_id)])
 
 
 # --- indexing -------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 # Fixtures that start a server (on 127.0.0.1, in a thread of this process): the tests that use
 # them are ``live`` like those that start processes, so ``-m "not live"`` leaves them out.
 SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver", "smtp_server",
-                             "smtp", "radicale", "local_model"})
+                             "smtp", "radicale", "local_model", "broken_broker"})
 
 
 def pytest_collection_modifyitems(config, items):
@@ -307,3 +307,39 @@ def local_calendars(settings):
     cache.clear()
     yield settings
     cache.clear()
+
+
+# The production broker's options (config/settings, Redis; tests/config/test_settings.py).
+REDIS_BROKER_OPTIONS = {"socket_connect_timeout": 1, "socket_timeout": 2}
+
+
+def _reset_broker_pools() -> None:
+    from config.celery import app as celery_app
+
+    # The app keeps its broker connections and producers; another broker needs new ones.
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def broken_broker():
+    """The project's Celery app publishes through a TCP proxy (tests/fakes/tcp_proxy.py), with
+    the production broker's options; the test tells it to refuse or to blackhole. The app, its
+    pools and the broker's breaker (core.broker) are as they were after."""
+    from config.celery import app as celery_app
+    from core import broker
+
+    from .fakes.tcp_proxy import TcpProxy
+
+    proxy = TcpProxy("127.0.0.1", 1)  # nothing behind it: it only ever refuses or blackholes
+    conf = celery_app.conf
+    saved = {name: conf[name] for name in
+             ("broker_url", "broker_transport", "broker_transport_options")}
+    conf.update(broker_url=f"redis://127.0.0.1:{proxy.port}/0", broker_transport=None,
+                broker_transport_options=REDIS_BROKER_OPTIONS)
+    _reset_broker_pools()
+    yield proxy
+    proxy.close()
+    conf.update(saved)
+    _reset_broker_pools()
+    broker.breaker.succeeded()

@@ -92,13 +92,16 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None) ->
 
 
 @contextlib.contextmanager
-def celery_worker(env: dict[str, str | None] | None, log_path: Path) -> Iterator[subprocess.Popen]:
-    """``celery -A config worker`` as ``make run`` starts it; its output goes to a file, never
-    to an unread pipe that would fill and stall it."""
+def celery_worker(env: dict[str, str | None] | None, log_path: Path, *, beat: bool = False
+                  ) -> Iterator[subprocess.Popen]:
+    """``celery -A config worker`` as ``make run`` starts it (``beat``: with beat inside, whose
+    sweepers then run, as ``manage.py serve`` runs them); its output goes to a file, never to an
+    unread pipe that would fill and stall it."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
-             "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+             "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat",
+             *(["--beat"] if beat else [])],
             cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
         )
         try:

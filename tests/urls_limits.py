@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+from django.db import DatabaseError, connection
 from django.http import StreamingHttpResponse
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
@@ -18,6 +19,7 @@ from rest_framework.response import Response
 
 from apikeys.services import api_key_create
 from config.api.views import LegacyAPIView, PublicLegacyAPIView, V1APIView, V1ViewSet
+from config.urls import handler400, handler403, handler404, handler500  # noqa: F401 - as served
 from config.urls import urlpatterns as project_urlpatterns
 from tenants.models import Tenant
 
@@ -95,10 +97,27 @@ class LeadsViewSetProbe(V1ViewSet):
         return Response({"data": []})
 
 
+def _lose_the_connection(flag: str | None, *, quietly: bool) -> None:
+    """The first time (``flag``, a file, does not exist yet): PostgreSQL ends this request's
+    connection, as a server that goes away mid-request does; every later query of the request
+    fails. ``quietly``: the request does not notice (its own queries are over)."""
+    if not flag or Path(flag).exists():
+        return
+    Path(flag).touch()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+    except DatabaseError:
+        if not quietly:
+            raise
+
+
 class KeysProbe(V1APIView):
     """Creates an API key per call: a side effect the tests can count. ``seconds`` makes it slow
     (to overlap duplicates on a live server), ``started`` names a file it creates when it starts
-    (so that a test waits for that, not for a guessed time); ``fail`` makes it a 500."""
+    (so that a test waits for that, not for a guessed time); ``fail`` makes it a 500;
+    ``lose_connection_before`` and ``_after`` (PostgreSQL) lose the database connection, once,
+    before the key is created or after (``_lose_the_connection``)."""
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
     def post(self, request):
@@ -108,9 +127,11 @@ class KeysProbe(V1APIView):
             time.sleep(float(request.data["seconds"]))
         if request.data.get("fail"):
             raise RuntimeError("probe failure")
+        _lose_the_connection(request.data.get("lose_connection_before"), quietly=False)
         caller = request.user
         key, _ = api_key_create(tenant=caller.tenant, name=request.data.get("name", ""),
                                 scope="read", livemode=caller.livemode)
+        _lose_the_connection(request.data.get("lose_connection_after"), quietly=True)
         return Response({"id": str(key.pk), "name": key.name}, status=201,
                         headers={"Location": f"/api/v1/_probe/keys/{key.pk}"})
 

@@ -10,7 +10,6 @@ event id, which every attempt repeats.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
@@ -26,7 +25,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core import crypto
+from core import broker, crypto
 from core.errors import Conflict, FieldError, InvalidRequest, Unprocessable
 from core.events import emit, payload
 from core.models import Event, EventType
@@ -394,22 +393,14 @@ def _delivery_row(*, tenant_id: uuid.UUID, livemode: bool, event_id: uuid.UUID, 
 
 
 def enqueue(delivery_ids: Iterable[uuid.UUID]) -> None:
-    """Puts one delivery task per id on the broker, through one producer (and, where kombu has
-    publish batches, one round trip per batch). A broker failure loses nothing: the rows stay
-    due and the sweeper enqueues them again after ``REQUEUE_AFTER``."""
+    """Puts one delivery task per id on the broker (``core.broker.publish``). A broker that
+    cannot be reached loses nothing and holds nobody: the rows stay due, marked as carried by no
+    task, and the sweeper's next pass after the broker is back enqueues them."""
     from .tasks import deliver
 
     ids = [str(delivery_id) for delivery_id in delivery_ids]
-    if not ids:
-        return
-    try:
-        with deliver.app.producer_or_acquire() as producer:
-            batch = producer.batch() if hasattr(producer, "batch") else contextlib.nullcontext()
-            with batch:
-                for delivery_id in ids:
-                    deliver.apply_async((delivery_id,), producer=producer)
-    except Exception:
-        logger.exception("Could not enqueue %s webhook deliveries; the sweeper will", len(ids))
+    if not broker.publish(deliver, ids):
+        Delivery.objects.filter(pk__in=ids, status__in=CLAIMABLE).update(enqueued_at=None)
 
 
 # --- one attempt ----------------------------------------------------------------------------

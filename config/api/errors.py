@@ -14,7 +14,11 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
+from kombu.exceptions import OperationalError as BrokerError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -164,6 +168,23 @@ def _api_problem(exc: drf.APIException) -> Problem:
     return Problem(exc.status_code, code, str(exc.detail))
 
 
+# A server the service depends on cannot be reached (docs/security.md, "Under faults"): both
+# surfaces answer 503 with Retry-After, never a 500 or a wait for the server.
+UNAVAILABLE_RETRY_SECONDS = 5
+_DATABASE_DOWN = (OperationalError, InterfaceError)
+_REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, BrokerError)
+
+
+def _unavailable_problem(exc: Exception) -> Problem:
+    what = "database" if isinstance(exc, _DATABASE_DOWN) else "cache or task queue"
+    logger.warning("Answered 503: the %s cannot be reached (%s: %s)", what,
+                   type(exc).__name__, exc)
+    wait = UNAVAILABLE_RETRY_SECONDS
+    return Problem(503, "service_unavailable",
+                   f"The service is temporarily unavailable: its {what} cannot be reached. "
+                   f"Retry in {wait} seconds.", headers={"Retry-After": str(wait)})
+
+
 def _unexpected_problem(exc: Exception) -> Problem:
     request_id = request_id_var.get()
     logger.error("Unhandled exception (request %s)", request_id, exc_info=exc)
@@ -177,6 +198,7 @@ def _unexpected_problem(exc: Exception) -> Problem:
 # subclass comes before its base (RequestDataTooBig is a SuspiciousOperation, and every DRF
 # exception an APIException).
 _PROBLEMS: tuple[tuple[type | tuple[type, ...], Callable[[Any], Problem]], ...] = (
+    (_DATABASE_DOWN + _REDIS_DOWN, _unavailable_problem),
     (drf.ValidationError, _invalid_problem),
     (drf.ParseError,
      lambda exc: Problem(400, "invalid_request", f"Malformed request body: {exc.detail}")),

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from functools import partial
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
 
 from apikeys import services
@@ -23,6 +29,14 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 # Headers that belong to the response itself rather than to the moment it was sent (rate-limit
 # state, request id, cookies): only these are stored and replayed.
 STORED_HEADERS = ("Content-Type", "Location", "Content-Language")
+
+logger = logging.getLogger("salesagent.api")
+
+# Keys whose request ended while the database could not be reached, so that neither its response
+# could be stored nor the key released: this process settles them before its next claim, and a
+# retry with the key then runs (or replays) instead of getting 409 until the lock expires.
+_unsettled: deque[Callable[[], None]] = deque(maxlen=10_000)
+_unsettled_lock = threading.Lock()
 
 
 class IdempotentReplay(Exception):
@@ -72,6 +86,32 @@ def _validated_key(request) -> str | None:
     return key
 
 
+def _settle(settle: Callable[[], None]) -> None:
+    """Stores a response or releases a key; if the database cannot be reached, later."""
+    try:
+        settle()
+    except (OperationalError, InterfaceError) as exc:
+        logger.warning("Idempotency-Key not settled (the database cannot be reached: %s); "
+                       "settled before this process's next claim", exc)
+        with _unsettled_lock:
+            _unsettled.append(settle)
+
+
+def settle_pending() -> None:
+    """Settles what ``_settle`` could not, oldest first, until the database fails again."""
+    while _unsettled:
+        with _unsettled_lock:
+            if not _unsettled:
+                return
+            settle = _unsettled.popleft()
+        try:
+            settle()
+        except (OperationalError, InterfaceError):
+            with _unsettled_lock:
+                _unsettled.appendleft(settle)
+            return
+
+
 def replay(stored: services.StoredResponse) -> HttpResponse:
     response = HttpResponse(stored.body, status=stored.status)
     for name, value in stored.headers.items():
@@ -100,6 +140,7 @@ class IdempotencyMixin:
             return
         # A body that does not parse fails here as it would in the view, and is not remembered.
         fp = fingerprint(request.method, request.get_full_path(), request.data)
+        settle_pending()
         outcome = services.idempotency_claim(api_key=api_key, key=key, fingerprint=fp)
         if isinstance(outcome, services.StoredResponse):
             raise IdempotentReplay(replay(outcome))
@@ -116,11 +157,12 @@ class IdempotencyMixin:
         if record is None:
             return response
         if getattr(response, "streaming", False) or not should_store(response.status_code):
-            services.idempotency_release(record=record)
+            _settle(partial(services.idempotency_release, record=record))
             return response
         if hasattr(response, "render") and not getattr(response, "is_rendered", True):
             response.render()
         headers = {name: response[name] for name in STORED_HEADERS if response.has_header(name)}
-        services.idempotency_complete(record=record, status=response.status_code, headers=headers,
-                                      body=bytes(response.content))
+        # The response stands even if it cannot be stored now: a 2xx means the work is done.
+        _settle(partial(services.idempotency_complete, record=record, status=response.status_code,
+                        headers=headers, body=bytes(response.content)))
         return response

@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from django.core.exceptions import ImproperlyConfigured
+from rest_framework.exceptions import APIException
 
 from apikeys.authentication import Caller
 from config import ratelimit
 from config.ratelimit import concurrency, policy
+from core.errors import ServiceError
 from tenants.models import Tenant
 
 
@@ -78,9 +80,11 @@ class RateLimitMixin:
         try:
             self.check_transport(request)
             self.perform_authentication(request)
-        except Exception:
+        except (APIException, ServiceError):
             # No valid credentials: count against the client address. Past its limit the 429
             # replaces the 401 (or 403), which is what a client retrying bad keys should see.
+            # (Authentication that could not run, the database being down, is no refusal: it
+            # is answered 503 and counted nowhere, docs/rate-limits.md, "Failure".)
             self.enforce_rate_limits(request, None, failing=True)
             raise
         self.enforce_rate_limits(request, authenticated_caller(request))

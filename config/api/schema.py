@@ -278,7 +278,9 @@ _HEADERS = {
         "schema": _INT,
     },
     "Retry-After": {
-        "description": "On 429: seconds to wait before retrying (same value).",
+        "description": "On 429: seconds to wait before retrying (same value). On 503: seconds "
+                       "to wait before trying again, when a server the service depends on "
+                       "cannot be reached (docs/security.md, \"Under faults\").",
         "schema": _INT,
     },
     "Idempotent-Replayed": {
@@ -304,6 +306,12 @@ _V1_POST_ERRORS = {
     409: "conflict: also a request whose Idempotency-Key is still being processed",
     422: "unprocessable: also an Idempotency-Key reused with a different request",
 }
+# Answers every operation may give: a rate limit, and a server it depends on that is gone.
+_V1_EVERYWHERE = {
+    "429": "rate_limit_exceeded",
+    "503": "service_unavailable: the database, the cache or the task queue cannot be reached",
+}
+_LEGACY_EVERYWHERE = {"429": "{error: description}", "503": "{error: description}"}
 _METHODS = ("get", "put", "post", "patch", "delete", "head", "options")
 
 
@@ -318,8 +326,10 @@ def _error_response(schema: str, description: str) -> dict:
 
 def document_limits(result: dict, generator, request, public) -> dict:
     """drf-spectacular postprocessing hook: every API operation may answer 429 and carries the
-    X-RateLimit-* headers (docs/rate-limits.md); v1 POSTs take an Idempotency-Key and may answer
-    its 400/409/422 (docs/idempotency.md). Done here once so no endpoint has to remember it."""
+    X-RateLimit-* headers (docs/rate-limits.md), and may answer 503 with Retry-After when a
+    server it depends on is gone (docs/security.md, "Under faults"); v1 POSTs take an
+    Idempotency-Key and may answer its 400/409/422 (docs/idempotency.md). Done here once so no
+    endpoint has to remember it."""
     components = result.setdefault("components", {})
     headers = components.setdefault("headers", {})
     used: set[str] = set()
@@ -337,8 +347,9 @@ def _document_operation(operation: dict, *, v1: bool, post: bool) -> set[str]:
     """Adds the 429 answer, on v1 POSTs the Idempotency-Key, and the headers of each answer;
     returns the names of the headers it refers to."""
     responses = operation.setdefault("responses", {})
-    responses.setdefault("429", _error_response(
-        "V1Error" if v1 else "LegacyError", "rate_limit_exceeded" if v1 else "{error: description}"))
+    for status, description in (_V1_EVERYWHERE if v1 else _LEGACY_EVERYWHERE).items():
+        responses.setdefault(status, _error_response("V1Error" if v1 else "LegacyError",
+                                                     description))
     idempotent = v1 and post
     if idempotent:
         params = operation.setdefault("parameters", [])
@@ -358,6 +369,8 @@ def _document_headers(response: dict, *, status: str, idempotent: bool) -> set[s
     names = list(_ALWAYS)
     if status == "429":
         names += _ON_429
+    elif status == "503":
+        names.append("Retry-After")
     if idempotent and status != "429" and not status.startswith("5"):
         names.append("Idempotent-Replayed")
     used: set[str] = set()

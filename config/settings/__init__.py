@@ -114,15 +114,27 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 
+# How long a request may wait for a pooled connection while the pool is busy (the server answers).
+DB_POOL_TIMEOUT_SECONDS = env_int("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1)
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # Django's backend, failing at once while the server cannot be reached (503), instead
+        # of holding each request for the pool's timeout (config/postgresql/base.py).
+        DATABASES["default"]["ENGINE"] = "config.postgresql"
+        # A server that accepts connections and never answers (hung, or a network that drops
+        # packets) costs a connection attempt this long at most (libpq's default: forever).
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+            "connect_timeout", env_int("DB_CONNECT_TIMEOUT_SECONDS", 3, minimum=2))
     if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_POOL", True):
         # One psycopg pool per process: every request thread of daphne would otherwise hold a
         # connection of its own, and a few hundred concurrent streams exhaust the server's.
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
             "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
-            "timeout": env_int("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1),
+            # One slice of the wait: the backend waits DB_POOL_TIMEOUT_SECONDS in such slices,
+            # checking between two that the server still answers.
+            "timeout": 1,
         }
 else:
     DATABASES = {
@@ -170,12 +182,18 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # A Redis that stops answering must not hold a stream for ever: a stream's read
+            # waits up to 5 s on the server (channels_redis's BZPOPMIN), its socket 10 s.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_connect_timeout": 1,
+                                  "socket_timeout": 10}]},
         }
     }
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT: str | None = None  # the URL's scheme says which
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+    # kombu waits for ever on a Redis that accepts connections and never answers: a publish
+    # (after a commit, in a request) gives up after these instead (docs/security.md, "Under
+    # faults"). The worker's own reads are BRPOPs of 1 s.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"socket_connect_timeout": 1, "socket_timeout": 2}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
@@ -195,6 +213,10 @@ else:
 SERVE_STATE_FILE = env_str("SERVE_STATE_FILE")
 
 CELERY_TASK_IGNORE_RESULT = True
+# A publish tries twice (the second on a fresh connection, after a restart of the broker), not
+# four times: a broker that is gone holds the request that finds out for two socket timeouts.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+                                    "interval_max": 0.2}
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)

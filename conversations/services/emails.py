@@ -10,7 +10,6 @@ leaves no email behind.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import smtplib
 import uuid
@@ -22,6 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core import broker
 from core.models import Event, EventType
 from core.timestamps import parse_timestamp
 from core.work import EMAIL_SCHEDULE
@@ -148,19 +148,15 @@ def _row(event: Event, rendered: mail.Rendered) -> OutboundEmail:
 
 
 def enqueue(email_ids: Iterable[uuid.UUID]) -> None:
-    """One send task per id. A broker failure loses nothing: the rows stay due and the sweeper
-    enqueues them again after ``REQUEUE_AFTER``."""
+    """One send task per id (``core.broker.publish``). A broker that cannot be reached loses
+    nothing and holds nobody: the rows stay due, marked as carried by no task, and the sweeper's
+    next pass after the broker is back enqueues them."""
     from ..tasks import send_email
 
     ids = [str(email_id) for email_id in email_ids]
-    try:
-        with send_email.app.producer_or_acquire() as producer:
-            batch = producer.batch() if hasattr(producer, "batch") else contextlib.nullcontext()
-            with batch:
-                for email_id in ids:
-                    send_email.apply_async((email_id,), producer=producer)
-    except Exception:
-        logger.exception("Could not enqueue %s emails; the sweeper will", len(ids))
+    if not broker.publish(send_email, ids):
+        OutboundEmail.objects.filter(pk__in=ids, status=OutboundEmail.PENDING).update(
+            enqueued_at=None)
 
 
 # --- one attempt ----------------------------------------------------------------------------

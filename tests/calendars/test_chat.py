@@ -232,3 +232,19 @@ def test_the_lead_page_shows_where_the_meeting_stands(api, kit, rep, connected, 
         services.calendar_write_attempt(meeting_id=meeting.pk)
     page = signed_in(rep).get(f"/dashboard/leads/{meeting.lead_id}/").content.decode()
     assert f'class="pill {status}"' in page
+
+
+def test_a_write_the_broker_could_not_take_is_the_next_sweeps(api, kit, connected, radicale,
+                                                               broken_broker,
+                                                               django_capture_on_commit_callbacks):
+    """The broker refuses connections: the booking's calendar write stays pending, carried by no
+    task, and the sweeper's next pass enqueues it, not a minute later (docs/security.md)."""
+    from tests.fakes.tcp_proxy import REFUSED
+
+    sid, slots = _offered(api, kit)
+    broken_broker.outage(REFUSED)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert take(api, kit, slots[0], session=sid).status_code == 200
+    write = MeetingCalendarWrite.objects.get()
+    assert write.status == WriteStatus.PENDING and write.enqueued_at is None
+    assert services.calendar_writes_sweep(now=timezone.now() + timedelta(seconds=10)) == 1

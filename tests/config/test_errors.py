@@ -143,3 +143,50 @@ def test_disallowed_host_still_gets_an_envelope(api):
     r = api.get("/api/v1/users")
     assert r.status_code == 400
     assert r.json()["error"]["code"] == "invalid_request"
+
+
+DEAD_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": "redis://127.0.0.1:1/0"}}
+
+
+@pytest.fixture(autouse=True)
+def _stop_probing_the_dead_database():
+    """The database-down probe opens the breaker of a server that never comes back (port 1),
+    whose probe would try it every second for the rest of the run."""
+    yield
+    from config.postgresql.base import _shared
+
+    _shared({"HOST": "127.0.0.1", "PORT": "1"})[0].succeeded()
+
+
+@pytest.mark.parametrize(("kind", "component"), [
+    ("database-down", "database"), ("cache-down", "cache or task queue"),
+    ("broker-down", "cache or task queue")])
+@override_settings(CACHES=DEAD_REDIS)
+def test_a_server_that_cannot_be_reached_is_503_with_retry_after(api, kit, probes, kind,
+                                                                 component, caplog):
+    """The database, the cache or the broker gone: 503 on both surfaces, with Retry-After, never
+    a 500 or the error's internals (docs/security.md, "Under faults")."""
+    with caplog.at_level(logging.WARNING, logger="salesagent.api"):
+        r = api.get(f"/api/v1/_raise/{kind}", headers=kit.auth("read"))
+    error = _v1_error(r, 503, "service_unavailable")
+    assert r.headers["Retry-After"] == "5"
+    assert error["message"] == (f"The service is temporarily unavailable: its {component} "
+                                "cannot be reached. Retry in 5 seconds.")
+    assert "127.0.0.1" not in r.text and "Traceback" not in r.text
+    assert any("Answered 503" in rec.getMessage() for rec in caplog.records)
+
+    r = api.get(f"/api/_raise/{kind}")
+    assert _legacy_error(r, 503) == error["message"]
+    assert r.headers["Retry-After"] == "5"
+
+
+@override_settings(CACHES=DEAD_REDIS)
+def test_outside_the_api_views_too(api, probes):
+    """A failure that escapes every view (here a plain Django view) reaches Django's handler500,
+    which answers with the envelope of the failure being handled: 503, not 500."""
+    r = api.get("/api/v1/_plain/database-down")
+    _v1_error(r, 503, "service_unavailable")
+    assert r.headers["Retry-After"] == "5"
+    r = api.get("/api/_plain/cache-down")
+    assert _legacy_error(r, 503).startswith("The service is temporarily unavailable: its cache")

@@ -113,9 +113,11 @@ def test_a_silent_serve_is_degraded(api, db, settings, tmp_path):
     assert "worker" not in r.json()["components"]
 
 
-@override_settings(CACHES={"default": {
-    "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": DEAD_REDIS}})
 def test_unavailable_and_degraded_at_once(api, db, settings, tmp_path):
+    # Both through the fixture: an override_settings decorator around it would be undone first,
+    # and the fixture's teardown would then put back the dead cache it found on entering.
+    settings.CACHES = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": DEAD_REDIS}}
     down = {"running": False, "pid": None, "downSince": time.time() - 30, "restarts": 0,
             "lastExit": "exited with status 1"}
     settings.SERVE_STATE_FILE = _serve_state(tmp_path / "serve.json", beat=down)

@@ -158,3 +158,17 @@ def test_legacy_parameters_are_stated(api, db):
     assert session["required"] and session["schema"]["format"] == "uuid"
     tenant = _parameter(schema, "/api/widget", "tenant")
     assert tenant["required"] and tenant["schema"]["maxLength"] == 40
+
+
+def test_every_operation_may_answer_503_with_retry_after(api, db):
+    """A server the service depends on may be gone at any time (docs/security.md, "Under
+    faults"): every operation of both surfaces documents the 503 and its Retry-After."""
+    for path in ("/api/v1/schema", "/api/schema"):
+        schema = _schema(api, path)
+        for route, item in schema["paths"].items():
+            for method, operation in item.items():
+                if method not in ("get", "post", "patch", "put", "delete"):
+                    continue
+                unavailable = operation["responses"].get("503")
+                assert unavailable, f"{method.upper()} {route} does not document 503"
+                assert "Retry-After" in unavailable["headers"], f"{method.upper()} {route}"

@@ -29,6 +29,9 @@ out = {
     "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
     "broker": settings.CELERY_BROKER_URL,
     "broker_transport": settings.CELERY_BROKER_TRANSPORT,
+    "db_options": {k: v for k, v in settings.DATABASES["default"].get("OPTIONS", {}).items()
+                   if k in ("connect_timeout", "pool")},
+    "broker_options": settings.CELERY_BROKER_TRANSPORT_OPTIONS,
     "https": settings.V1_REQUIRE_HTTPS,
     "proxy": list(getattr(settings, "SECURE_PROXY_SSL_HEADER", None) or []),
     "cors": settings.CORS_ALLOWED_ORIGINS,
@@ -82,7 +85,12 @@ def test_production_configuration(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["debug"] is False
-    assert out["engine"] == "django.db.backends.postgresql"
+    # Django's backend, failing at once while the server cannot be reached (config/postgresql).
+    assert out["engine"] == "config.postgresql"
+    # Nothing waits for ever on a server that accepts connections and never answers.
+    assert out["db_options"]["connect_timeout"] == 3
+    assert out["db_options"]["pool"]["timeout"] == 1  # one slice of the wait
+    assert out["broker_options"] == {"socket_connect_timeout": 1, "socket_timeout": 2}
     assert out["cache"] == "django.core.cache.backends.redis.RedisCache"
     assert out["layer"] == "channels_redis.core.RedisChannelLayer"
     assert out["broker"] == "redis://127.0.0.1:6379/3"

@@ -277,3 +277,23 @@ def test_the_embedded_default_writes_eml_files(api, kit, host, settings, tmp_pat
     ics = next(p for p in invitation.walk() if p.get_content_type() == "text/calendar")
     assert str(Calendar.from_ical(ics.get_payload(decode=True)).walk("VEVENT")[0]["UID"]) == \
         str(meeting.pk)
+
+
+def test_an_email_the_broker_could_not_take_is_the_next_sweeps(
+        api, kit, host, smtp, email_queue, broken_broker, django_capture_on_commit_callbacks):
+    """The broker refuses connections: the handoff email is queued, carried by no task, and the
+    sweeper's next pass (every 15 s) enqueues it, not a minute later (docs/security.md)."""
+    from django.utils import timezone
+
+    from tests.fakes.tcp_proxy import REFUSED
+
+    broken_broker.outage(REFUSED)
+    email_queue.sending = True  # the real enqueue, to the broker that refuses
+    with django_capture_on_commit_callbacks(execute=True):
+        assert chat(api, kit, "I want to talk to a human").status_code == 200
+    row = OutboundEmail.objects.get(kind="handoff")
+    assert row.status == EmailStatus.QUEUED and row.enqueued_at is None
+    email_queue.sending = False
+    email_queue.clear()
+    assert emails_sweep(now=timezone.now() + timedelta(seconds=15)) == 1
+    assert email_queue == [row.pk]

@@ -1,0 +1,119 @@
+"""Django's PostgreSQL backend, except that a server that cannot be reached fails requests at once
+instead of holding each one for the pool's whole timeout (docs/security.md, "Under faults").
+
+With a psycopg pool, Django waits up to the pool's timeout for a connection: right when the pool
+is busy, wrong when the server is gone, since every request then waits that long (30 s) for its
+503. Here the wait is cut in slices (the pool's own ``timeout`` is one slice, settings); after a
+slice in vain, one direct connection, bounded by ``connect_timeout``, tells a busy pool (wait on,
+up to ``DB_POOL_TIMEOUT_SECONDS`` in all) from a server that cannot be reached (give up). Then a
+breaker (``core.breaker``) fails every new connection at once while a thread of its own tries a
+direct connection every ``COOLDOWN_SECONDS``, so that no request waits for a trial; the first
+that succeeds closes it. The pool is replaced when the breaker opens, so that the next one
+starts afresh when the server is back, instead of after the old one's reconnection backoff
+(which grows to minutes).
+
+Django turns these errors into ``django.db.OperationalError``, which both surfaces answer with
+503 and ``Retry-After`` (``config/api/errors.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db.backends.postgresql import base
+from psycopg_pool import PoolTimeout
+
+from core.breaker import Breaker
+
+# While the server cannot be reached, a direct connection is tried this often.
+COOLDOWN_SECONDS = 1.0
+# A direct connection that succeeded answers for the other waiting threads this long.
+REACHABLE_FOR_SECONDS = 1.0
+
+_breakers: dict[str, Breaker] = {}
+_probes: dict[str, _Probe] = {}
+_lock = threading.Lock()
+
+
+class _Probe:
+    """A direct connection to the server, made by one thread at a time for all of them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reached_at = float("-inf")
+
+    def confirm(self, connect: Callable[[], None]) -> None:
+        """Raises the error of ``connect`` (a direct connection, made and closed), unless one
+        succeeded moments ago or another thread is making one right now (its failure opens the
+        breaker for everybody)."""
+        if time.monotonic() - self._reached_at < REACHABLE_FOR_SECONDS:
+            return
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            connect()
+            self._reached_at = time.monotonic()
+        finally:
+            self._lock.release()
+
+
+def _shared(settings_dict: dict) -> tuple[Breaker, _Probe]:
+    """The breaker and the probe of one server, shared by every connection to it."""
+    server = f"{settings_dict['HOST'] or 'localhost'}:{settings_dict['PORT'] or 5432}"
+    with _lock:
+        if server not in _breakers:
+            _breakers[server] = Breaker(f"the database server {server}", cooldown=COOLDOWN_SECONDS)
+            _probes[server] = _Probe()
+        return _breakers[server], _probes[server]
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    def get_new_connection(self, conn_params):
+        breaker, probe = _shared(self.settings_dict)
+        if not breaker.allows():
+            raise self.Database.OperationalError(
+                "the database server cannot be reached (it did not answer moments ago)")
+        try:
+            if not breaker.closed:
+                self._direct(conn_params)  # a trial, when no probe makes them
+            connection = self._wait_for_connection(conn_params, breaker, probe)
+        except PoolTimeout:
+            raise  # busy for DB_POOL_TIMEOUT_SECONDS: the server answers, it is overloaded
+        except self.Database.OperationalError as exc:
+            breaker.failed(exc, probe=lambda: self._direct(conn_params))
+            self._discard_pool()
+            raise
+        breaker.succeeded()
+        return connection
+
+    def _wait_for_connection(self, conn_params, breaker: Breaker, probe: _Probe):
+        if not self.settings_dict["OPTIONS"].get("pool"):
+            return super().get_new_connection(conn_params)  # bounded by connect_timeout
+        deadline = time.monotonic() + settings.DB_POOL_TIMEOUT_SECONDS
+        while True:
+            try:
+                return super().get_new_connection(conn_params)
+            except PoolTimeout:
+                # A slice in vain: a busy pool, or a server gone? A direct connection says,
+                # unless another thread found out meanwhile.
+                if not breaker.closed:
+                    raise self.Database.OperationalError(
+                        "the database server cannot be reached") from None
+                probe.confirm(lambda: self._direct(conn_params))
+                if time.monotonic() >= deadline:
+                    raise
+
+    def _direct(self, conn_params) -> None:
+        self.Database.connect(**conn_params).close()
+
+    def _discard_pool(self) -> None:
+        """Forgets the pool (its connections are dead, its reconnection backs off); the next
+        connection builds a new one. Connections still lent out go back to the old pool, which
+        closes them."""
+        pool = self._connection_pools.pop(self.alias, None)
+        if pool is not None:
+            # Closing waits for the pool's workers, which may be inside a connection attempt.
+            threading.Thread(target=pool.close, name="discard-db-pool", daemon=True).start()

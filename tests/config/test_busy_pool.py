@@ -1,0 +1,52 @@
+"""A busy connection pool is waited for, unlike a database server that is gone
+(config/postgresql/base.py; docs/security.md, "Under faults"): on a live daphne with a pool of
+one connection, a request that finds it taken for longer than the pool's one-second slice checks
+that the server answers and waits on, then succeeds."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.live import daphne, manage, scratch_database
+
+pytestmark = [
+    pytest.mark.live,  # daphne
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+        reason="set DATABASE_URL (PostgreSQL): the pool is PostgreSQL's (CI runs the suite on "
+               "PostgreSQL too)",
+    ),
+]
+
+
+def test_a_request_waits_for_a_busy_pool_past_its_slices(tmp_path):
+    with scratch_database(f"salesagent_busy_pool_{os.getpid()}") as database:
+        env = {"DATABASE_URL": database, "REDIS_URL": "", "VAR_DIR": str(tmp_path),
+               "DJANGO_SETTINGS_MODULE": "tests.live_settings", "DEBUG": "0",
+               "SECRET_KEY": "busy-pool", "ALLOWED_HOSTS": "127.0.0.1", "V1_REQUIRE_HTTPS": "0",
+               "DB_POOL_MAX_SIZE": "1"}
+        manage("migrate", "--noinput", env=env)
+        created = json.loads(manage("create_tenant", "Busy Co", "--json", env=env))
+        auth = {"Authorization": f"Bearer {created['keys']['live']['admin']}"}
+        started = tmp_path / "started"
+        with daphne(env) as base, ThreadPoolExecutor(1) as pool:
+            post = lambda body: httpx.post(f"{base}/api/v1/_probe/keys", json=body,  # noqa: E731
+                                           headers=auth, timeout=30)
+            assert post({"name": "warm"}).status_code == 201
+            # The first holds the pool's only connection for 3 s (authenticated, then asleep).
+            first = pool.submit(post, {"name": "slow", "seconds": 3, "started": str(started)})
+            deadline = time.monotonic() + 20
+            while not started.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            sent = time.monotonic()
+            second = post({"name": "patient"})
+            waited = time.monotonic() - sent
+            assert first.result().status_code == 201
+    assert second.status_code == 201, second.text  # waited, not 503 nor 500
+    assert waited > 1.5  # more than one slice of the pool's wait
