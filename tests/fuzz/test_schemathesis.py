@@ -65,7 +65,10 @@ def test_no_server_error_and_no_broken_promise(service, schema, tmp_path):
                "--checks", ",".join(CHECKS), "--max-time", str(SECONDS), "--seed", SEED,
                # One worker: with threads, CPython 3.11's ast.parse (which hypothesis calls to
                # describe its filters) can fail with "AST constructor recursion depth mismatch".
-               "--workers", "1", "--no-color", "--report", "junit", "--report-dir", str(report)]
+               "--workers", "1", "--no-color",
+               # Hypothesis's own check that generating is fast enough fails on a busy machine
+               # (the pattern-heavy legacy lead update): a fact about the generator, not the service.
+               "--suppress-health-check", "too_slow", "--report", "junit", "--report-dir", str(report)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=SECONDS + 240,
                           env={**os.environ, "NO_COLOR": "1"})
     summary = _summary(proc.stdout)
