@@ -70,7 +70,7 @@ def test_no_server_error_and_no_broken_promise(service, schema, tmp_path):
                # (the pattern-heavy legacy lead update): a fact about the generator, not the service.
                "--suppress-health-check", "too_slow", "--report", "junit", "--report-dir", str(report)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=SECONDS + 240,
-                          env={**os.environ, "NO_COLOR": "1"})
+                          env={**os.environ, "NO_COLOR": "1"}, cwd=tmp_path)  # its .schemathesis/
     summary = _summary(proc.stdout)
     assert proc.returncode == 0, f"schemathesis found failures ({summary}):\n{proc.stdout[-12000:]}"
     assert " passed" in summary and "generated" in summary, proc.stdout[-3000:]
