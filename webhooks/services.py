@@ -30,6 +30,7 @@ from core.errors import Conflict, FieldError, InvalidRequest, Unprocessable
 from core.events import emit, payload
 from core.models import Event, EventType
 from core.sql import fetch_all
+from core.work import V1_SCHEDULE, Backoff
 from tenants.models import Tenant
 
 from . import envelopes, transport
@@ -48,15 +49,12 @@ from .models import (
 
 logger = logging.getLogger("salesagent.webhooks")
 
-# Delays after a failed attempt, before the next one (the specification's schedules).
-V1_RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
-                   timedelta(hours=2), timedelta(hours=12), timedelta(hours=24))
-# The legacy table lists six attempts (immediately, then these five delays) although its prose
-# says "after 5 failed attempts": we follow the table (docs/webhooks.md).
-LEGACY_RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
-                       timedelta(hours=2), timedelta(hours=24))
-V1_MAX_ATTEMPTS = len(V1_RETRY_DELAYS) + 1  # 7
-LEGACY_MAX_ATTEMPTS = len(LEGACY_RETRY_DELAYS) + 1  # 6
+# The specification's schedules: the delays after a failed attempt, before the next one
+# (core.work.Backoff, which outbound emails and calendar writes use too). The legacy table lists
+# six attempts (immediately, then five delays) although its prose says "after 5 failed
+# attempts": we follow the table (docs/webhooks.md).
+LEGACY_SCHEDULE = Backoff(V1_SCHEDULE.delays[:4] + (timedelta(hours=24),))
+SCHEDULES = {Surface.V1: V1_SCHEDULE, Surface.LEGACY: LEGACY_SCHEDULE}
 
 # A subscription every attempt of which has failed for this long is disabled.
 DISABLE_AFTER = timedelta(days=5)
@@ -704,11 +702,10 @@ def _settlement(delivery: Delivery, *, number: int, scheduled: bool, success: bo
     if success:
         return {**changes, "status": DeliveryStatus.DELIVERED, "delivered_at": now,
                 "next_attempt_at": None}
-    delays = V1_RETRY_DELAYS if delivery.surface == Surface.V1 else LEGACY_RETRY_DELAYS
     # A manual try of a settled delivery is one more try, never the start of a schedule.
-    if scheduled and number <= len(delays):
-        return {**changes, "status": DeliveryStatus.WAITING_RETRY,
-                "next_attempt_at": now + delays[number - 1]}
+    later = SCHEDULES[delivery.surface].next_attempt_at(number, now) if scheduled else None
+    if later is not None:
+        return {**changes, "status": DeliveryStatus.WAITING_RETRY, "next_attempt_at": later}
     return {**changes, "status": DeliveryStatus.FAILED, "next_attempt_at": None}
 
 
