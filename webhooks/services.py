@@ -465,18 +465,20 @@ def _claim_many(delivery_ids: Sequence[uuid.UUID], now: datetime) -> list[_Claim
         rows = list(Delivery.objects.select_related("event", "subscription", "legacy_webhook")
                     .filter(pk__in=delivery_ids, status__in=CLAIMABLE, next_attempt_at__lte=now)
                     .select_for_update(skip_locked=True, of=("self",)))
-        if not rows:
-            return []
-        Delivery.objects.filter(pk__in=[row.pk for row in rows]).update(
-            **claimed, attempt_count=F("attempt_count") + 1)
-    claims = {}
-    for row in rows:
-        before = row.status
-        for field, value in claimed.items():
-            setattr(row, field, value)
-        row.attempt_count += 1
-        claims[row.pk] = _as_claim(row, token, before)
+        if rows:
+            Delivery.objects.filter(pk__in=[row.pk for row in rows]).update(
+                **claimed, attempt_count=F("attempt_count") + 1)
+    claims = {row.pk: _taken(row, token, claimed) for row in rows}
     return [claims[pk] for pk in delivery_ids if pk in claims]
+
+
+def _taken(row: Delivery, token: uuid.UUID, claimed: dict[str, Any]) -> _Claim:
+    """The claim of ``row`` as read before its claim's UPDATE, brought up to date."""
+    before = row.status
+    for field, value in claimed.items():
+        setattr(row, field, value)
+    row.attempt_count += 1
+    return _as_claim(row, token, before)
 
 
 def _claim_unlocked(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:

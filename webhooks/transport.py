@@ -203,7 +203,6 @@ class _PinnedConnection(http.client.HTTPConnection):
         # The Host header omits the port when it is the scheme's default.
         self.default_port = 443 if tls_context is not None else 80
         self.raw_socket: socket.socket | None = None
-        self.used = 0  # requests sent over this connection
         self.idle_since = 0.0
 
     def connect(self) -> None:
@@ -381,34 +380,37 @@ class _Exchange:
             tls_context=_tls_context() if self.parts.scheme == "https" else None)
         conn.set_deadline(remaining)
         watchdog = _Watchdog(conn, remaining)
-        timed_out = watchdog.timed_out
-        remote = str(self.address)
         keep = False
         try:
-            try:
-                conn.request("POST", _request_path(self.parts), body=self.body,
-                             headers=self.headers)
-                conn.used += 1
-                response = conn.getresponse()
-            except (TargetRefused, OSError, http.client.HTTPException) as exc:
-                self.closed_under_us = (kept is not None and isinstance(exc, _CLOSED_UNDER_US)
-                                        and not timed_out.is_set())
-                error = _failure(exc, timeout=self.timeout, timed_out=timed_out)
-                return Outcome(None, self.elapsed_ms(), error=error, remote_address=remote,
-                               permanent=isinstance(exc, TargetRefused) and exc.permanent), None
-            if timed_out.is_set():
-                return Outcome(None, self.elapsed_ms(), error=_timeout_message(self.timeout),
-                               remote_address=remote), None
-            outcome = _answered(response, duration=self.elapsed_ms(), remote=remote)
-            watchdog.cancel()
-            # Kept only when the answer was read whole, the receiver keeps the connection open,
-            # and the deadline did not strike meanwhile (it cannot strike after ``cancel``).
-            keep = response.isclosed() and not response.will_close and not timed_out.is_set()
-            return outcome, conn if keep else None
+            outcome, keep = self._over(conn, watchdog, reused=kept is not None)
         finally:
             watchdog.cancel()
             if not keep:
                 conn.close()
+        return outcome, conn if keep else None
+
+    def _over(self, conn: _PinnedConnection, watchdog: _Watchdog, *, reused: bool
+              ) -> tuple[Outcome, bool]:
+        """The exchange over ``conn``, and whether the connection may be kept."""
+        remote, timed_out = str(self.address), watchdog.timed_out
+        try:
+            conn.request("POST", _request_path(self.parts), body=self.body, headers=self.headers)
+            response = conn.getresponse()
+        except (TargetRefused, OSError, http.client.HTTPException) as exc:
+            self.closed_under_us = (reused and isinstance(exc, _CLOSED_UNDER_US)
+                                    and not timed_out.is_set())
+            error = _failure(exc, timeout=self.timeout, timed_out=timed_out)
+            return Outcome(None, self.elapsed_ms(), error=error, remote_address=remote,
+                           permanent=isinstance(exc, TargetRefused) and exc.permanent), False
+        if timed_out.is_set():
+            return Outcome(None, self.elapsed_ms(), error=_timeout_message(self.timeout),
+                           remote_address=remote), False
+        outcome = _answered(response, duration=self.elapsed_ms(), remote=remote)
+        watchdog.cancel()
+        # Kept only when the answer was read whole, the receiver keeps the connection open, and
+        # the deadline did not strike meanwhile (it cannot strike after ``cancel``).
+        return outcome, (response.isclosed() and not response.will_close
+                         and not timed_out.is_set())
 
 
 def _request_path(parts: SplitResult) -> str:
