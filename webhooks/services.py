@@ -464,7 +464,7 @@ def _claim_many(delivery_ids: Sequence[uuid.UUID], now: datetime) -> list[_Claim
         # locked (their receivers are on the nullable side of a join).
         rows = list(Delivery.objects.select_related("event", "subscription", "legacy_webhook")
                     .filter(pk__in=delivery_ids, status__in=CLAIMABLE, next_attempt_at__lte=now)
-                    .select_for_update(skip_locked=True, of=("self",)))
+                    .order_by().select_for_update(skip_locked=True, of=("self",)))
         if rows:
             Delivery.objects.filter(pk__in=[row.pk for row in rows]).update(
                 **claimed, attempt_count=F("attempt_count") + 1)
@@ -612,7 +612,7 @@ def _still_held(claims: Iterable[_Claim]) -> set[uuid.UUID]:
     tokens = {claim.delivery.pk: claim.token for claim in claims}
     rows = (Delivery.objects.select_for_update()
             .filter(pk__in=list(tokens), status=DeliveryStatus.DELIVERING)
-            .values_list("pk", "claim_token"))
+            .order_by().values_list("pk", "claim_token"))
     return {pk for pk, token in rows if tokens[pk] == token}
 
 

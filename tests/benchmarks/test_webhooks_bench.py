@@ -50,6 +50,9 @@ POOL = os.environ.get("BENCH_WEBHOOK_POOL", "threads")
 CONCURRENCY = int(os.environ.get("BENCH_WEBHOOK_CONCURRENCY", "8"))
 PROCESSES = int(os.environ.get("BENCH_WEBHOOK_PROCESSES", "2"))
 ROUNDS = int(os.environ.get("BENCH_WEBHOOK_ROUNDS", "6"))
+# Deliveries per message (services.BATCH_SIZE); 1 shows what kept connections and the bulk
+# record give alone, with one message per delivery as the no-op drain has.
+BATCH = int(os.environ.get("BENCH_WEBHOOK_BATCH", str(services.BATCH_SIZE)))
 # Delivery throughput against a no-op Celery drain with the same workers (issue 20).
 AIM = 0.5
 # The machine is shared: other suites take CPU in bursts of seconds, which land on one side of
@@ -176,7 +179,8 @@ def _noop_drain() -> float:
     return BACKLOG / elapsed
 
 
-def test_webhook_throughput_and_commit_to_first_attempt(workers, settings):
+def test_webhook_throughput_and_commit_to_first_attempt(workers, settings, monkeypatch):
+    monkeypatch.setattr(services, "BATCH_SIZE", BATCH)
     receiver = WebhookReceiver()
     try:
         kit = make_tenant("Bench Inc")
@@ -228,7 +232,8 @@ def test_webhook_throughput_and_commit_to_first_attempt(workers, settings):
               f"prefetch multiplier {settings.CELERY_WORKER_PREFETCH_MULTIPLIER}")
         print(f"  commit -> first attempt over {EVENTS} events: median {median_ms:.1f} ms, "
               f"p95 {p95_ms:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
-        print(f"  {ROUNDS} rounds of {BACKLOG} each, interleaved (A B, B A, ...):")
+        print(f"  {ROUNDS} rounds of {BACKLOG} each, interleaved (A B, B A, ...), up to {BATCH} "
+              "deliveries per message:")
         print("  deliveries/s: " + ", ".join(f"{r:.0f}" for r in deliveries))
         print("  no-op tasks/s: " + ", ".join(f"{r:.0f}" for r in noops))
         print(f"  median: {statistics.median(deliveries):.0f} deliveries/s against "
