@@ -344,3 +344,19 @@ def test_a_second_receiver_gets_its_own_connection(kit, receiver):
         assert len(transport.connections) == 2
     finally:
         other.close()
+
+
+def test_both_tasks_deliver_a_batch_and_a_message_from_before_batches(kit, receiver):
+    """``webhooks.deliver_many`` carries a batch; ``webhooks.deliver``, one delivery per message
+    as enqueued before batches, still delivers what an upgrade finds on the broker."""
+    from webhooks import tasks
+
+    sub = _subscription(kit, receiver.url())
+    first, second, third = _backlog(kit, sub, 3)
+    assert tasks.deliver_many([str(first), str(second)]) == 2
+    assert tasks.deliver(str(third)) is True
+    assert tasks.deliver_many([str(first), str(second)]) == 0  # idempotent: nothing is due
+    assert len(receiver.received) == 3
+    assert set(Delivery.objects.filter(pk__in=[first, second, third]).values_list("status",
+                                                                                    flat=True)) == {
+        "delivered"}
