@@ -66,6 +66,16 @@ class Connection:
         if body or method in ("POST", "PUT", "PATCH"):
             lines.append(f"Content-Length: {len(body)}")
         payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        if self.sock is None or method not in ("GET", "HEAD"):
+            return self._exchange(payload)
+        try:
+            return self._exchange(payload)
+        except (OSError, HttpError):
+            # The server closed the kept-alive connection while it was idle (daphne does after
+            # a minute): a new one, as a browser would, and the clock starts again.
+            return self._exchange(payload)
+
+    def _exchange(self, payload: bytes) -> Answer:
         sock = self.sock or self._connect()
         started = time.perf_counter()
         try:
