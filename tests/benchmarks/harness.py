@@ -227,7 +227,7 @@ def write_doc(path: Path = DOC) -> list[str]:
     Sections this run did not measure keep their last figures, with their own stamp."""
     text = path.read_text()
     written = []
-    sections = dict(TABLES)
+    sections = {name: table for name, table in TABLES.items() if table.rows}
     aims_by_section: dict[str, list[Aim]] = {}
     for aim in AIMS:
         aims_by_section.setdefault(aim.section, []).append(aim)
