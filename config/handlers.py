@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -209,9 +210,16 @@ def _async_path(scope) -> bool:
         if name == b"accept" and b"text/event-stream" in value:
             return True
     prefix = get_script_prefix(scope)
-    path = scope["path"].removeprefix(prefix) if prefix else scope["path"]
+    return _async_view(settings.ROOT_URLCONF,
+                       scope["path"].removeprefix(prefix) if prefix else scope["path"])
+
+
+@functools.lru_cache(maxsize=4096)
+def _async_view(urlconf: str, path: str) -> bool:
+    """Whether ``path`` resolves to an async view: a fact of the URL conf, which does not change
+    while the process runs, so each path is resolved on the event loop once."""
     try:
-        match = get_resolver().resolve(path)
+        match = get_resolver(urlconf).resolve(path)
     except Resolver404:
         return False
     return iscoroutinefunction(match.func)
