@@ -203,6 +203,17 @@ LINK_PROBLEMS = {
 }
 
 
+def _account_problems(user: User, password: str) -> list[FieldError]:
+    """What is wrong with a new account: no first name, or a password that Django's
+    validators refuse (each of their reasons)."""
+    details = [] if user.first_name else [FieldError("first_name", "required", "Your first name.")]
+    try:
+        password_validation.validate_password(password, user)
+    except ValidationError as exc:
+        details += [FieldError("password", "invalid", message) for message in exc.messages]
+    return details
+
+
 @transaction.atomic
 def invitation_accept(*, token: str, first_name: str, last_name: str, password: str) -> User:
     """Makes the invited person's account from a working link: their name and a password that
@@ -216,11 +227,7 @@ def invitation_accept(*, token: str, first_name: str, last_name: str, password: 
     first_name, last_name = (first_name or "").strip(), (last_name or "").strip()
     user = User(tenant=invitation.tenant, username=invitation.email, email=invitation.email,
                 first_name=first_name[:150], last_name=last_name[:150], role=invitation.role)
-    details = [] if first_name else [FieldError("first_name", "required", "Your first name.")]
-    try:
-        password_validation.validate_password(password, user)
-    except ValidationError as exc:
-        details += [FieldError("password", "invalid", message) for message in exc.messages]
+    details = _account_problems(user, password)
     if details:
         raise Unprocessable("Your account was not made.", details=details)
     if User.objects.filter(username=invitation.email).exists():

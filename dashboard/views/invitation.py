@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import login, logout
-from django.contrib.auth import password_validation
+from django.contrib.auth import login, logout, password_validation
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -48,23 +47,31 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
         return render(request, "dashboard/invitation.html",
                       {"problem": tenant_team.LINK_PROBLEMS[link.state], "state": link.state},
                       status=404 if link.state == LinkState.INVALID else 410)
-    invitation = link.invitation
-    form = AcceptForm(request.POST if request.method == "POST" else None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            user = tenant_team.invitation_accept(
-                token=token, first_name=form.cleaned_data["first_name"],
-                last_name=form.cleaned_data["last_name"], password=form.cleaned_data["password1"])
-        except ServiceError as exc:
-            refuse_on_form(form, exc, fields={"password": "password1"})
-        else:
-            if request.user.is_authenticated:
-                logout(request)
-            login(request, user, backend=BACKEND)
-            messages.success(request, f"Welcome to {invitation.tenant.name}, "
-                                      f"{user.display_name}.")
+    if request.method != "POST":
+        return render(request, "dashboard/invitation.html",
+                      {"invitation": link.invitation, "form": AcceptForm()})
+    form = AcceptForm(request.POST)
+    if form.is_valid():
+        signed_in = _accept(request, token, form)
+        if signed_in is not None:
+            messages.success(request, f"Welcome to {link.invitation.tenant.name}, "
+                                      f"{signed_in.display_name}.")
             return redirect("dashboard:home")
-    status = 400 if request.method == "POST" else 200
     return render(request, "dashboard/invitation.html",
-                  {"invitation": invitation, "form": mark_invalid(form) if form.errors else form},
-                  status=status)
+                  {"invitation": link.invitation, "form": mark_invalid(form)}, status=400)
+
+
+def _accept(request: HttpRequest, token: str, form: AcceptForm):
+    """The new account, signed in (whoever this browser was signed in as before); None when
+    the service refused (the reasons on the form)."""
+    try:
+        user = tenant_team.invitation_accept(
+            token=token, first_name=form.cleaned_data["first_name"],
+            last_name=form.cleaned_data["last_name"], password=form.cleaned_data["password1"])
+    except ServiceError as exc:
+        refuse_on_form(form, exc, fields={"password": "password1"})
+        return None
+    if request.user.is_authenticated:
+        logout(request)
+    login(request, user, backend=BACKEND)
+    return user
