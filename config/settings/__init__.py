@@ -288,6 +288,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+
+def _totp_issuer(device) -> str:
+    """What an authenticator app names the entry: the tenant (django-otp's OTP_TOTP_ISSUER)."""
+    return device.user.tenant.name if device.user.tenant_id else "Sales Agent"
+
+
+OTP_TOTP_ISSUER = _totp_issuer
 # How long a password-reset link works (Django's default is three days).
 PASSWORD_RESET_TIMEOUT = 60 * 60 * 2
 
