@@ -106,7 +106,7 @@ def test_a_manager_invites_a_rep_who_joins_and_signs_in(team_stack, contexts):
     assert "Invitation sent to nia@acme.test" in manager.locator(".messages").inner_text()
 
     email = _mail_to(team_stack, "nia@acme.test")
-    assert "Mia Manager invites you to Acme's sales team" == email.message["Subject"]
+    assert email.message["Subject"] == "Mia Manager invites you to Acme's sales team"
     link = re.search(r"(http://\S+/dashboard/invitations/\S+/)", email.text()).group(1)
     assert link == shown
 
