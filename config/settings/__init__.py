@@ -296,6 +296,8 @@ def _totp_issuer(device) -> str:
 
 
 OTP_TOTP_ISSUER = _totp_issuer
+# The admin lists the staff's devices (an operator deletes a lost one) without their keys.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 # How long a password-reset link works (Django's default is three days).
 PASSWORD_RESET_TIMEOUT = 60 * 60 * 2
 
