@@ -223,3 +223,23 @@ def test_the_admin_token_has_no_profile(kit, path):
     r = client.post(path) if path.endswith("start/") else client.get(path)
     assert r.status_code == 302 and r["Location"] == "/dashboard/"
     assert not TOTPDevice.objects.exists()
+
+
+def test_operators_see_devices_and_invitations_without_their_secrets(rep, manager):
+    from tenants.models import Invitation, User
+
+    device = _enable_totp(signed_in(rep), rep)
+    client = signed_in(manager)
+    client.post("/dashboard/team/invite/", {"email": "nia@acme.test", "role": "rep"})
+    invitation = Invitation.objects.get()
+    operator = User.objects.create_superuser(username="op", email="op@service.test",
+                                             password=PASSWORD)
+    admin = signed_in(operator)
+    page = admin.get(f"/admin/otp_totp/totpdevice/{device.pk}/change/").content.decode()
+    assert "ray@acme.test" in page and device.key not in page
+    page = admin.get(f"/admin/tenants/invitation/{invitation.pk}/change/").content.decode()
+    assert "nia@acme.test" in page and invitation.token_hash not in page
+    assert admin.post(f"/admin/tenants/invitation/{invitation.pk}/change/",
+                      {"email": "x@evil.test"}).status_code == 403
+    r = admin.post(f"/admin/otp_totp/totpdevice/{device.pk}/delete/", {"post": "yes"})
+    assert r.status_code == 302 and not TOTPDevice.objects.filter(user=rep).exists()
