@@ -44,6 +44,7 @@ class EventType(models.TextChoices):
     TEAM_MEMBER_DEACTIVATED = "team.member_deactivated"
     TEAM_MEMBER_REACTIVATED = "team.member_reactivated"
     TEAM_TWO_FACTOR_REQUIRED = "team.two_factor_required"
+    TEAM_MEMBER_TWO_FACTOR = "team.member_two_factor"
     # Sent by hand to one webhook receiver (the dashboard's "Send test event"): both webhook
     # surfaces show it to that receiver alone; no subscription can ask for it.
     WEBHOOK_TEST = "webhook.test"

@@ -12,9 +12,12 @@ from __future__ import annotations
 from django.db import transaction
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from core import events
 from core.errors import FieldError, InvalidRequest
+from core.models import EventType
 
 from .models import User
+from .team import actor_facts, member_facts
 
 DEVICE_NAME = "Authenticator app"
 
@@ -50,10 +53,19 @@ def totp_setup_confirm(*, user: User, code: str) -> TOTPDevice:
     if not device.verify_token(_clean(code)):
         raise _code_error("This code is not the one your app shows now. Check the time of your "
                           "phone, and type the newest code.")
-    TOTPDevice.objects.filter(user=user, confirmed=True).delete()
-    device.confirmed = True
-    device.save(update_fields=["confirmed"])
+    with transaction.atomic():
+        TOTPDevice.objects.filter(user=user, confirmed=True).delete()
+        device.confirmed = True
+        device.save(update_fields=["confirmed"])
+        _emit(user, on=True)
     return device
+
+
+def _emit(user: User, *, on: bool) -> None:
+    events.emit(EventType.TEAM_MEMBER_TWO_FACTOR, tenant_id=user.tenant_id, livemode=True,
+                description=f"{user.display_name} turned two-factor sign-in "
+                            + ("on" if on else "off"),
+                facts={"actor": actor_facts(user), "member": member_facts(user), "on": on})
 
 
 def totp_verify(*, user: User, code: str) -> TOTPDevice:
@@ -75,5 +87,8 @@ def totp_verify(*, user: User, code: str) -> TOTPDevice:
 def totp_disable(*, user: User) -> int:
     """Removes the person's devices: sign-in asks for the password only (unless the tenant
     requires two-factor, which then sends them to set it up again)."""
+    had = TOTPDevice.objects.filter(user=user, confirmed=True).exists()
     deleted, _ = TOTPDevice.objects.filter(user=user).delete()
+    if had:
+        _emit(user, on=False)
     return deleted

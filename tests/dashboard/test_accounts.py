@@ -199,7 +199,7 @@ def test_the_code_step_is_rate_limited_per_account(rep):
     assert statuses[:PER_ACCOUNT - 1] == [400] * (PER_ACCOUNT - 1) and statuses[-1] == 429
 
 
-def test_a_manager_requires_two_factor_for_the_team(manager, rep):
+def test_a_manager_requires_two_factor_for_the_team(kit, manager, rep):
     r = signed_in(manager).post("/dashboard/team/two-factor/", {"required": "on"})
     assert r.status_code == 302
     assert Event.objects.get(type="team.two_factor_required").facts["actor"]["name"] == "Mia"
@@ -210,6 +210,13 @@ def test_a_manager_requires_two_factor_for_the_team(manager, rep):
     assert client.get("/dashboard/profile/").status_code == 200
     _enable_totp(client, rep)
     assert client.get("/dashboard/leads/").status_code == 200
+    event = Event.objects.get(type="team.member_two_factor")
+    assert event.facts["on"] is True and event.facts["actor"]["name"] == "Ray"
+    # The manager is held to it too; the admin token (no person) sees the team's activity.
+    assert signed_in(manager).get("/dashboard/team/")["Location"] == "/dashboard/profile/#two-factor"
+    admin = Client()
+    admin.post("/dashboard/login/token/", {"token": kit.admin_token})
+    assert "Ray turned two-factor sign-in on" in admin.get("/dashboard/team/").content.decode()
     # A session that did not sign in with the code (here: another browser) is sent to sign in.
     other = signed_in(rep)
     r = other.get("/dashboard/leads/")
