@@ -24,6 +24,7 @@ from django.utils import timezone
 from core.errors import NotFound
 from core.languages import detect_language
 from core.models import EventType
+from core.sql import commit_without_waiting_for_the_disk
 from core.timestamps import stored_timestamp
 from knowledge.retrieval import retrieve
 from leads.models import Lead
@@ -119,6 +120,9 @@ class SessionNotFound(NotFound):
 
 @transaction.atomic
 def turn_open(inp: TurnInput) -> OpenedTurn:
+    # turn_close's commit follows before the client is answered, and flushes this one with it;
+    # a stream shows nothing the visitor could rely on before it either.
+    commit_without_waiting_for_the_disk()
     now = timezone.now()
     inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now)
@@ -322,6 +326,11 @@ def _apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
     _hand_off_if_asked(turn)
     _follow_up(turn)
     conversation.save()
+    if not (turn.plan.booked_slot or turn.plan.handoff):
+        # turn_close's commit follows and flushes this one. A booking or a handoff enqueues
+        # emails and calendar writes when this commits, which must not leave before it is on
+        # disk: those wait for it.
+        commit_without_waiting_for_the_disk()
     return turn.plan
 
 
@@ -345,9 +354,15 @@ def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) ->
     return _Turn(conversation=conversation, analysis=analysis, contact=contact,
                  seen=set(conversation.signals) | set(analysis.signals) | set(reading.signals),
                  slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
-                 asked=set(opened.asked) if opened.asked is not None else _asked(conversation),
+                 asked=_asked_before(conversation, opened),
                  offered_contact=bool(told.as_dict() or reading.contact.as_dict()),
                  view=opened.view)
+
+
+def _asked_before(conversation: Conversation, opened: OpenedTurn) -> set[str]:
+    """What the agent asked for before: as ``turn_open`` found it in the history when that held
+    the whole conversation, else read."""
+    return set(opened.asked) if opened.asked is not None else _asked(conversation)
 
 
 def _asked(conversation: Conversation) -> set[str]:
