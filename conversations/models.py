@@ -201,6 +201,7 @@ class EmailKind(models.TextChoices):
     MEETING_CANCELLATION = "meeting_cancellation", "Meeting cancelled (visitor)"
     HOST_MEETING = "host_meeting", "Meeting booked (host)"
     HANDOFF = "handoff", "Conversation handed off (rep)"
+    STAFF_INVITATION = "staff_invitation", "Invitation to join the team"
 
 
 class EmailStatus(models.TextChoices):

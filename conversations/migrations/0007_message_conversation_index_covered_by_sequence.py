@@ -14,7 +14,7 @@ INDEX = "conversations_message_conversation_id_f1a2d5e9"
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("conversations", "0005_retried_work_attempts"),
+        ("conversations", "0006_staff_invitation_email"),
     ]
 
     operations = [
