@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 from tenants.services import tenant_set_agent
+from tests.benchmarks.harness import check
 from tests.factories import make_tenant
 from tests.fakes.openai_server import FakeOpenAI
 from tests.live import daphne, manage, scratch_database
@@ -25,11 +27,10 @@ from tests.loop_client import LoopClient
 
 TURNS = 200
 WARMUP_TURNS = 24  # not timed: the first requests of a process compile and cache
-# The aim (issue 20): the builtin agent's turn, own time, p95 under 25 ms. A shared 2-vCPU
-# machine moves a p95 by about a tenth from run to run when it is otherwise quiet: the bench
-# fails above the aim plus that.
+# The aim (issue 20): the builtin agent's turn, own time, p95 under 25 ms; asserted with the
+# harness's tolerance (harness.TOLERANCE, 10 %: a shared 2-vCPU machine moves a p95 by about
+# that much from run to run when it is otherwise quiet).
 P95_AIM_MS = 25.0
-P95_TOLERANCE = 0.1
 
 
 @pytest.fixture(autouse=True)
@@ -77,12 +78,10 @@ def test_own_time_per_turn_builtin(api, kit):
             samples.append(time.perf_counter() - started)
         assert r.status_code == 200
         session = r.json()["sessionId"]
-    with open("/proc/loadavg") as loadavg:
-        load = loadavg.read().split()[0]
-    figures = _report(f"chat turn, builtin agent (in-process ASGI), load average {load}", samples)
-    assert figures["p95_ms"] < P95_AIM_MS * (1 + P95_TOLERANCE), (
-        f"p95 {figures['p95_ms']} ms: the aim is under {P95_AIM_MS} ms (tolerance "
-        f"{P95_TOLERANCE:.0%}, load average {load})")
+    load = os.getloadavg()[0]
+    figures = _report(f"chat turn, builtin agent (in-process ASGI), load average {load:.2f}",
+                      samples)
+    check("chat", "builtin turn, own time, p95", figures["p95_ms"], P95_AIM_MS, unit=" ms")
 
 
 def test_own_time_per_turn_openai_fake(api, kit, settings):
