@@ -97,6 +97,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     write = terminalreporter.write_line
     write("")
     write(harness.aims_markdown(harness.AIMS) if harness.AIMS else "(no aim was measured)")
+    harness.record_aims()
     written = harness.write_doc()
     if written:
         write(f"docs/performance.md: regenerated {', '.join(sorted(written))}")

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import statistics
@@ -246,6 +248,27 @@ def write_doc(path: Path = DOC) -> list[str]:
         written.append(section)
     path.write_text(text)
     return written
+
+
+RESULTS = Path(os.environ.get("BENCH_RESULTS", ROOT / "var" / "bench" / "aims.jsonl"))
+
+
+def record_aims(path: Path = RESULTS) -> None:
+    """Appends this process's aims to the run's results: ``make bench`` runs each benchmark
+    module in a process of its own (each seeds or opens its own database), then prints them
+    all in one table (``python -m tests.benchmarks.report``)."""
+    if not AIMS:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as out:
+        for aim in AIMS:
+            out.write(json.dumps(dataclasses.asdict(aim)) + "\n")
+
+
+def recorded_aims(path: Path = RESULTS) -> list[Aim]:
+    if not path.exists():
+        return []
+    return [Aim(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
 def aims_markdown(aims: list[Aim]) -> str:

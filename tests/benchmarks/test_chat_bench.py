@@ -19,7 +19,6 @@ import httpx
 import pytest
 
 from tenants.services import tenant_set_agent
-from tests.benchmarks.harness import check
 from tests.factories import make_tenant
 from tests.fakes.openai_server import FakeOpenAI
 from tests.live import daphne, manage, scratch_database
@@ -27,9 +26,8 @@ from tests.loop_client import LoopClient
 
 TURNS = 200
 WARMUP_TURNS = 24  # not timed: the first requests of a process compile and cache
-# The aim (issue 20): the builtin agent's turn, own time, p95 under 25 ms; asserted with the
-# harness's tolerance (harness.TOLERANCE, 10 %: a shared 2-vCPU machine moves a p95 by about
-# that much from run to run when it is otherwise quiet).
+# The aim (issue 20): the builtin agent's turn, own time, p95 under 25 ms. Held through the real
+# server by test_chat_turn_bench.py; here, in-process, a diagnostic.
 P95_AIM_MS = 25.0
 
 
@@ -81,7 +79,8 @@ def test_own_time_per_turn_builtin(api, kit):
     load = os.getloadavg()[0]
     figures = _report(f"chat turn, builtin agent (in-process ASGI), load average {load:.2f}",
                       samples)
-    check("chat", "builtin turn, own time, p95", figures["p95_ms"], P95_AIM_MS, unit=" ms")
+    # A diagnostic: the aim is held through the real server (test_chat_turn_bench.py).
+    print(f"p95 against the aim of {P95_AIM_MS:.0f} ms: {figures['p95_ms']:.1f} ms")
 
 
 def test_own_time_per_turn_openai_fake(api, kit, settings):
