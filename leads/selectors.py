@@ -36,6 +36,7 @@ DEEP_OFFSET = 1000
 V1_SEARCH_FIELDS = ("name", "email", "company", "custom_fields_text")
 LEGACY_SEARCH_FIELDS = ("name", "email", "company")
 _MATCH_FIELDS = {"name": "name", "email": "email", "company": "company"}
+MAX_LIMIT = 100  # the largest page of either surface
 SEARCH_COLUMNS = ("id", "email", "name", "company", "status", "score", "custom_fields")
 
 
@@ -326,8 +327,9 @@ def _walked_page(*, tenant: Tenant, livemode: bool, q: str, fields: tuple[str, .
         return Page(items=[], page=page, limit=limit, total=total)
     # A walk reads about (offset + limit) * leads / total search rows, each from a page of its
     # own; collecting the matches reads each of them too, but several share a page: the walk
-    # must be the shorter by half (measured at a million leads, docs/performance.md).
-    if 2 * (offset + limit) * leads >= total * total:
+    # must be the shorter by half (measured at a million leads, docs/performance.md). Reckoned
+    # with the largest limit, so that a page's queries do not depend on its limit.
+    if 2 * page * MAX_LIMIT * leads >= total * total:
         return None
     rows = _walk_rows(tenant=tenant, livemode=livemode, q=q, fields=fields, order_by=order_by,
                       columns=columns, limit=limit, offset=offset)

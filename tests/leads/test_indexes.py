@@ -52,7 +52,7 @@ def test_search_indexes_exist_only_on_postgresql(db):
 
 
 def test_queries_use_the_indexes(kit):
-    for i in range(30):  # enough for a page of "engines" to walk the search rows
+    for i in range(210):  # enough for a page of "engines" to walk the search rows
         make_lead(kit, name="Ada", company=f"Engines {i}")
     with CaptureQueriesContext(connection) as captured:
         selectors.lead_list(tenant=kit.tenant, livemode=True,
