@@ -34,6 +34,8 @@ class EventType(models.TextChoices):
     CONVERSATION_ASSIGNED = "conversation.assigned"
     CONVERSATION_HANDED_BACK = "conversation.handed_back"
     CONVERSATION_DELETED = "conversation.deleted"
+    # A person's presence changed (online, away, offline): routing offers them waiting handoffs.
+    USER_STATUS_CHANGED = "user.status_changed"
     # Sent by hand to one webhook receiver (the dashboard's "Send test event"): both webhook
     # surfaces show it to that receiver alone; no subscription can ask for it.
     WEBHOOK_TEST = "webhook.test"
