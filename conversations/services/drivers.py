@@ -173,6 +173,7 @@ class _Turn:
         if plan is not None:
             sources += [s.label for s in plan.offer_slots] + [plan.booking_url]
             sources += [plan.booked_slot.label] if plan.booked_slot else []
+            sources += [plan.handoff_opening] if plan.handoff_opening else []
         return sources
 
     def _ending(self, guard: ReplyGuard) -> str:
