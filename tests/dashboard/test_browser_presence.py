@@ -145,5 +145,5 @@ def test_a_handoff_reaches_a_dashboard_page_on_another_process_within_a_second(t
             assert shown.json()["assignedTo"] == acme["ray"]
             screenshot(page, "dashboard-handoff-toast.png")
             page.locator("[data-toast] a").click()
-            page.wait_for_url(f"**/dashboard/conversations/*/")
+            page.wait_for_url("**/dashboard/conversations/*/")
             context.close()
