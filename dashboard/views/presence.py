@@ -30,6 +30,9 @@ from .settings import DAYS, HOURS
 # How often a page's stream checks in (its connection lives on; idleness turns away): a quarter
 # of the tenant's idle time, within these bounds.
 TICK_SECONDS = (0.5, 15.0)
+# A page that goes away still counts this long: following a link closes one page's stream just
+# before the next page opens its own, which must not make the person offline in between.
+LEAVE_GRACE_SECONDS = 3.0
 
 
 def presence_tick(idle_seconds: int) -> float:
@@ -78,10 +81,14 @@ async def live_events(request: HttpRequest) -> HttpResponse:
                     yield frame("presence" if event == "session" else event, data)
         finally:
             if opened["connection"] is not None:
-                await asyncio.shield(sync_to_async(presence.presence_disconnect)(
-                    connection_id=opened["connection"]))
+                await asyncio.shield(_leave(opened["connection"]))
 
     return event_stream_response(frames())
+
+
+async def _leave(connection_id: uuid.UUID) -> None:
+    await asyncio.sleep(LEAVE_GRACE_SECONDS)
+    await sync_to_async(presence.presence_disconnect)(connection_id=connection_id)
 
 
 @require_POST
