@@ -124,7 +124,7 @@ def routing_sweep(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     tenant_ids = (Conversation.objects.filter(status=ConversationStatus.HANDED_OFF,
                                               assigned_to__isnull=True)
-                  .values_list("tenant_id", flat=True).distinct())
+                  .order_by().values_list("tenant_id", flat=True).distinct())
     people = (User.objects.filter(tenant_id__in=list(tenant_ids), is_active=True,
                                   status=UserStatus.ONLINE)
               .order_by(F("last_assigned_at").asc(nulls_first=True), "pk")
