@@ -88,7 +88,7 @@ def presence_refresh(*, connection_id: uuid.UUID, user_id: uuid.UUID,
         # Swept while the stream lived (a stalled process): the tab is open, so it counts again.
         PresenceConnection.objects.create(pk=connection_id, user_id=user_id, opened_at=now,
                                           expires_at=now + CONNECTION_TTL)
-    user = (User.objects.select_for_update().select_related("tenant")
+    user = (User.objects.select_for_update(of=("self",)).select_related("tenant")
             .filter(pk=user_id, is_active=True).first())
     if user is None:
         return None

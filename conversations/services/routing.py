@@ -95,7 +95,7 @@ def handoffs_offer(*, user_id: uuid.UUID, now: datetime | None = None) -> int:
 
 @transaction.atomic
 def _offer_one(user_id: uuid.UUID, now: datetime) -> bool:
-    person = (User.objects.select_for_update().select_related("tenant")
+    person = (User.objects.select_for_update(of=("self",)).select_related("tenant")
               .filter(pk=user_id, is_active=True, status=UserStatus.ONLINE,
                       tenant__isnull=False).first())
     if person is None or not _available([person], person.tenant, now):
