@@ -125,7 +125,7 @@
  *   - "presence" events set the status in the header; a "handoff" event (a conversation given
  *     to them) shows a toast linking to it, adds one to the count beside Conversations, plays a
  *     short tone when Sound is on (kept in localStorage), and raises a browser notification when
- *     the person allowed them (the "Allow notifications" button asks).
+ *     the person allowed them (the "Notify me" button asks).
  */
 (function () {
   "use strict";
