@@ -62,10 +62,21 @@ chromium:
 test: chromium install fuzzer
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# One benchmark: make bench BENCH=tests/benchmarks/test_chat_bench.py
+# The benchmarks (docs/performance.md, "How it is measured"): daphne with production settings on
+# PostgreSQL and Redis, through HTTP; each module in a process of its own, then one table of every
+# aim; a missed aim fails. One of them: make bench BENCH=tests/benchmarks/test_chat_bench.py
 BENCH ?= tests/benchmarks
+BENCH_FILES = $(if $(filter %.py,$(BENCH)),$(BENCH),$(sort $(wildcard $(BENCH)/test_*_bench.py)))
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/salesagent_bench
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/10
 bench: install
-	$(BIN)/python -m pytest $(BENCH) -p no:cacheprovider -o addopts="" -s $(PYTEST_ARGS)
+	@rm -f var/bench/aims.jsonl; failed=0; \
+	for file in $(BENCH_FILES); do \
+		DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(BENCH_REDIS_URL)} \
+		SECRET_KEY=$${SECRET_KEY:-bench-secret-key} ALLOWED_HOSTS=testserver,127.0.0.1,localhost \
+		$(BIN)/python -m pytest $$file -p no:cacheprovider -o addopts="" -s $(PYTEST_ARGS) || failed=1; \
+	done; \
+	$(BIN)/python -m tests.benchmarks.report || failed=1; exit $$failed
 
 # The sales evaluation (docs/agent.md, "Evaluation"): builtin, the fake model server, and the local
 # model when its extra is installed. make eval EVAL_ARGS="--verbose" lists each failed case.

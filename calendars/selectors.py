@@ -10,14 +10,16 @@ from .models import CalendarConnection, MeetingCalendarWrite, WriteStatus
 
 
 def connected(tenant: Any) -> list[CalendarConnection]:
-    """The tenant's verified calendars of active users, in a stable order."""
+    """The tenant's verified calendars of active users, in a stable order: a deactivated
+    rep's calendar is neither read for free slots nor given meetings."""
     return list(CalendarConnection.objects.filter(
         tenant=tenant, verified_at__isnull=False, user__is_active=True, user__tenant=tenant,
     ).select_related("user").order_by("created_at", "id"))
 
 
 def tenant_has_calendars(tenant_id: Any) -> bool:
-    return CalendarConnection.objects.filter(tenant_id=tenant_id, verified_at__isnull=False).exists()
+    return CalendarConnection.objects.filter(tenant_id=tenant_id, verified_at__isnull=False,
+                                             user__is_active=True).exists()
 
 
 def connection_of(*, tenant: Any, user: Any) -> CalendarConnection | None:

@@ -180,10 +180,13 @@ def calendar_write_attempt(*, meeting_id: Any, now: datetime | None = None
     if claim is None:
         return None
     write = claim.write
+    # A deactivated rep's calendar is no longer used (docs/dashboard.md, "Team").
     connection = CalendarConnection.objects.filter(
-        tenant_id=write.tenant_id, user_id=write.host_id, verified_at__isnull=False).first()
+        tenant_id=write.tenant_id, user_id=write.host_id, verified_at__isnull=False,
+        user__is_active=True).first()
     if connection is None:
-        return _record(claim, now=now, error="The rep has no calendar connected.", final=True)
+        return _record(claim, now=now, error="The rep has no calendar connected (or their "
+                                             "account is deactivated).", final=True)
     account = dav.Account(url=connection.calendar_url, username=connection.username,
                           password=connection.password)
     href = write.href or f"{connection.calendar_url.rstrip('/')}/{write.meeting_id}.ics"

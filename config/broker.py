@@ -21,8 +21,8 @@ in kombu's transport (docs/decisions.md, "The embedded default's broker"):
 - **a free prefetch slot is noticed within milliseconds** (``drain_events``), and consumers poll
   every 0.1 s (kombu's default is 1 s): a webhook's first attempt leaves well within a second of
   its event.
-- **sessions are closed with their channel**, so a short-lived connection (``/api/health``) gives
-  its SQLite connection back at once.
+- **sessions are closed with their channel**, and a count (``/api/health``'s check, on a
+  connection it keeps) ends its read at once, so no SQLite read transaction stays open.
 """
 
 from __future__ import annotations
@@ -127,6 +127,15 @@ class Channel(kombu_sqlalchemy.Channel):
         if payload is None:
             raise Empty()
         return loads(bytes_to_str(payload))
+
+    def _size(self, queue) -> int:
+        """kombu's count, ending its read: a connection kept between calls (``/api/health``'s)
+        must not hold a read transaction open, which would keep WAL checkpoints from
+        completing."""
+        try:
+            return super()._size(queue)
+        finally:
+            self.session.rollback()
 
     def drain_events(self, timeout=None, callback=None):
         """Waits for a free prefetch slot in short steps before polling.

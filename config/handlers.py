@@ -16,9 +16,10 @@ Every request to a synchronous view (every DRF view, most pages) is answered as 
 would answer it: ``request_started``, the middleware (loaded a second time, for synchronous
 calls; all of them are sync-capable), the view and the rendering in one call on its request
 thread, then, once the response is sent, ``response.close()`` (``request_finished``) in a
-second. Django's async path makes four calls or more (the signal, the view, its rendering, each
-middleware hook that must not run on the event loop, the close), each a round trip between the
-loop and the thread of about 0.12 ms, more on a contended machine. Async views and requests for
+second, which the event loop hands the thread without waiting for it. Django's async path
+makes four round trips or more (the signal, the view, its rendering, each middleware hook that
+must not run on the event loop, the close), each between the loop and the thread, about
+0.12 ms, more on a contended machine; here there is one. Async views and requests for
 a stream (``Accept: text/event-stream``) keep Django's path. A streamed response from a sync
 view is sent until it ends or the client leaves, as Django does.
 
@@ -32,6 +33,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
+import logging
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,6 +48,11 @@ from django.core.handlers.base import BaseHandler
 from django.http import FileResponse, HttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import Resolver404, get_resolver, set_script_prefix
+
+logger = logging.getLogger("django.request")
+
+# The request thread lent to the request being handled.
+_executor: contextvars.ContextVar[ThreadPoolExecutor] = contextvars.ContextVar("request_executor")
 
 # Threads kept for later requests; a burst beyond this many concurrent requests gets threads
 # of its own, shut down when it is over.
@@ -63,11 +72,13 @@ class PooledASGIHandler(ASGIHandler):
         executor = self._idle.pop() if self._idle else ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="request")
         finished = False
+        token = _executor.set(executor)
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
             finished = True
         finally:
+            _executor.reset(token)
             if finished and len(self._idle) < IDLE_THREADS:
                 self._idle.append(executor)
             else:
@@ -124,8 +135,14 @@ class PooledASGIHandler(ASGIHandler):
         else:
             with contextlib.suppress(OSError):  # the client left: nobody to tell
                 await self.send_response(response, send)
-        await sync_to_async(response.close)()  # request_finished, on the request's thread
-        body_file.close()
+        # request_finished (the database connection back to its pool, the rate limiter's
+        # slot) on the request's thread, which runs it before the next request lent that
+        # thread; nothing here waits for it, so it costs the event loop no wake-up.
+        executor = _executor.get(None)
+        if executor is None:  # inside async_to_sync: the calling thread, as Django does
+            await sync_to_async(_close)(response, body_file)
+        else:
+            executor.submit(contextvars.copy_context().run, _close, response, body_file)
 
     def _respond(self, scope, body_file) -> HttpResponseBase:
         """The response to a request for a sync view, in one call on its thread."""
@@ -152,6 +169,30 @@ class PooledASGIHandler(ASGIHandler):
                 await task
 
 
+def _close(response, body_file) -> None:
+    try:
+        response.close()
+    except Exception:
+        logger.exception("Closing the response to a request failed")
+    finally:
+        body_file.close()
+        _forget_content(response)
+
+
+def _forget_content(response) -> None:
+    """Lets go of a sent DRF response's data (a page of leads: thousands of objects) now.
+
+    DRF's view, request and response point at each other (``view.response``,
+    ``response.renderer_context["view"]``, ``request.parser_context["view"]``), so a request
+    is freed by the cycle collector, not when it ends. The data, the most of it, is then
+    freed by reference counting at once, and the collector runs far less often
+    (docs/performance.md, "The serving path")."""
+    if getattr(response, "data", None) is not None:
+        response.data = None
+    if getattr(response, "renderer_context", None) is not None:
+        response.renderer_context = None
+
+
 def _too_large(request) -> HttpResponse:
     from config.api.errors import json_error, surface_of
 
@@ -169,9 +210,16 @@ def _async_path(scope) -> bool:
         if name == b"accept" and b"text/event-stream" in value:
             return True
     prefix = get_script_prefix(scope)
-    path = scope["path"].removeprefix(prefix) if prefix else scope["path"]
+    return _async_view(settings.ROOT_URLCONF,
+                       scope["path"].removeprefix(prefix) if prefix else scope["path"])
+
+
+@functools.lru_cache(maxsize=4096)
+def _async_view(urlconf: str, path: str) -> bool:
+    """Whether ``path`` resolves to an async view: a fact of the URL conf, which does not change
+    while the process runs, so each path is resolved on the event loop once."""
     try:
-        match = get_resolver().resolve(path)
+        match = get_resolver(urlconf).resolve(path)
     except Resolver404:
         return False
     return iscoroutinefunction(match.func)

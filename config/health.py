@@ -1,11 +1,15 @@
-"""``GET /api/health``: is the service able to serve? A real query, a cache round trip and a
-broker round trip, each with a short timeout; and, under ``manage.py serve``, whether its worker
-and beat are running (read from the file serve keeps, no round trip)."""
+"""``GET /api/health``: is the service able to serve? A real query on a pooled connection, a
+cache round trip and a broker round trip on a connection kept per process, each with a short
+timeout; and, under ``manage.py serve``, whether its worker and beat are running (read from the
+file serve keeps, no round trip). No connection is made per check while the servers answer, so
+the check costs what a small API request costs (docs/performance.md, "Health")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -13,54 +17,123 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import OperationalError, connection
 from drf_spectacular.utils import extend_schema, inline_serializer
 from kombu import Connection
+from psycopg_pool import PoolTimeout
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from config.api.views import PublicLegacyAPIView
 from config.celery import app as celery_app
+from config.postgresql.base import pool_wait_at_most
 from core.timestamps import format_timestamp
 
 logger = logging.getLogger("salesagent.health")
 
 
-def check_database() -> None:
-    if connection.vendor == "postgresql" and connection.settings_dict.get("OPTIONS", {}).get("pool"):
-        # A pooled connection waits up to the pool's timeout for a server that is down; the
-        # check opens one connection of its own, with the check's two-second timeout.
-        import psycopg
+# A check that has not answered within this long is a "down": a server that accepts connections
+# and never answers must not hold the health answer longer (the broker's socket timeouts; the
+# cache's are 1 s in the settings).
+CHECK_TIMEOUT_SECONDS = 2.0
 
-        db = connection.settings_dict
-        with psycopg.connect(dbname=db["NAME"], user=db["USER"] or None,
-                             password=db["PASSWORD"] or None, host=db["HOST"] or None,
-                             port=db["PORT"] or None, connect_timeout=2) as conn:
-            if conn.execute("SELECT 1").fetchone() != (1,):
-                raise RuntimeError("unexpected answer")
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        if cursor.fetchone() != (1,):
-            raise RuntimeError("unexpected answer")
+
+def check_database() -> None:
+    """``SELECT 1`` on the request's own connection, from the pool as every request's. A server
+    that cannot be reached fails as it does for them: within the backend's first wait, then at
+    once while its breaker is open (config/postgresql/base.py, docs/security.md). A pool that
+    stays busy for the check's timeout is no outage: the server is then asked on a connection
+    of the check's own."""
+    try:
+        with pool_wait_at_most(CHECK_TIMEOUT_SECONDS / 2), connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            answer = cursor.fetchone()
+    except OperationalError as exc:
+        if not isinstance(exc.__cause__, PoolTimeout):
+            raise
+        answer = _select_one_directly()
+    if answer != (1,):
+        raise RuntimeError("unexpected answer")
+
+
+def _select_one_directly() -> tuple:
+    import psycopg
+
+    params = connection.get_connection_params()
+    params.pop("pool", None)
+    params["connect_timeout"] = CHECK_TIMEOUT_SECONDS
+    with psycopg.connect(**params) as direct:
+        return direct.execute("SELECT 1").fetchone()
+
+
+# One cache key per process: a check writes and reads it back; it expires on its own.
+_CACHE_KEY = f"health:{uuid.uuid4().hex}"
 
 
 def check_cache() -> None:
-    key = f"health:{uuid.uuid4().hex}"
-    cache.set(key, "1", timeout=10)
-    if cache.get(key) != "1":
+    value = uuid.uuid4().hex  # a new value each time: an old one read back proves nothing
+    cache.set(_CACHE_KEY, value, timeout=10)
+    if cache.get(_CACHE_KEY) != value:
         raise RuntimeError("the value written was not read back")
-    cache.delete(key)
+
+
+class KeptBrokerConnection:
+    """One broker connection per process for the health check, kept between checks and made
+    again after any failure (a reset socket, a timeout, a server that was gone). Made again too
+    when the broker's settings change. A check is one round trip: the default queue's length.
+    kombu's connections are not thread-safe, so checks take turns; one that cannot have its
+    turn within the check's timeout fails as a timeout."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connection: Connection | None = None
+        self._settings: tuple = ()
+
+    def check(self) -> None:
+        if not self._lock.acquire(timeout=CHECK_TIMEOUT_SECONDS):
+            raise TimeoutError("an earlier check of the broker is still waiting for it")
+        try:
+            broker = self._kept()
+            try:
+                # Lazy transports (SQLite) open their file here; Redis answers LLEN.
+                broker.default_channel.queue_declare(
+                    queue=celery_app.conf.task_default_queue)
+            except Exception:
+                self.close()
+                raise
+        finally:
+            self._lock.release()
+
+    def _kept(self) -> Connection:
+        wanted = (settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT,
+                  repr(settings.CELERY_BROKER_TRANSPORT_OPTIONS))
+        if self._connection is None or wanted != self._settings:
+            self.close()
+            broker = Connection(settings.CELERY_BROKER_URL,
+                                connect_timeout=CHECK_TIMEOUT_SECONDS,
+                                transport=settings.CELERY_BROKER_TRANSPORT,
+                                transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
+            try:
+                broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
+                                         timeout=CHECK_TIMEOUT_SECONDS)
+            except Exception:
+                broker.release()
+                raise
+            self._connection, self._settings = broker, wanted
+        return self._connection
+
+    def close(self) -> None:
+        broker, self._connection = self._connection, None
+        if broker is not None:
+            with contextlib.suppress(Exception):  # a broken connection may fail to close
+                broker.release()
+
+
+kept_broker = KeptBrokerConnection()
 
 
 def check_broker() -> None:
-    with Connection(settings.CELERY_BROKER_URL, connect_timeout=2,
-                    transport=settings.CELERY_BROKER_TRANSPORT,
-                    transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS) as conn:
-        conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=2)
-        if settings.CELERY_BROKER_TRANSPORT:
-            # The SQLite broker connects lazily: ask its file how many tasks wait.
-            conn.default_channel.queue_declare(queue=celery_app.conf.task_default_queue)
+    kept_broker.check()
 
 
 CHECKS = {"database": check_database, "cache": check_cache, "broker": check_broker}

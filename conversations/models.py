@@ -121,7 +121,10 @@ class Message(models.Model):
     """One message. Assistant messages carry what the agent read in the visitor's message."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: ``message_sequence`` (conversation, sequence) serves every lookup by
+    # conversation, and a second index cost each message one more insert at a random place.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, db_index=False,
+                                     related_name="messages")
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
                                related_name="+")
     livemode = models.BooleanField()
@@ -206,6 +209,7 @@ class EmailKind(models.TextChoices):
     MEETING_CANCELLATION = "meeting_cancellation", "Meeting cancelled (visitor)"
     HOST_MEETING = "host_meeting", "Meeting booked (host)"
     HANDOFF = "handoff", "Conversation handed off (rep)"
+    STAFF_INVITATION = "staff_invitation", "Invitation to join the team"
 
 
 class EmailStatus(models.TextChoices):

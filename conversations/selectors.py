@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Collection
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from tenants.models import Tenant, User
 
@@ -139,3 +139,21 @@ def handoffs_unread(*, tenant: Tenant, livemode: bool, user: User) -> int:
     return Conversation.objects.filter(tenant=tenant, livemode=livemode, assigned_to=user,
                                        status=ConversationStatus.HANDED_OFF,
                                        joined_at__isnull=True).count()
+
+
+def staff_with_open_handoffs(*, tenant: Tenant, livemode: bool) -> QuerySet[User]:
+    """The tenant's staff, active or not, oldest first, each with ``open_handoffs``: the
+    handed-off conversations of this mode assigned to them. One query, whatever the team's
+    size."""
+    return (User.objects.filter(tenant=tenant)
+            .annotate(open_handoffs=Count("conversations", filter=Q(
+                conversations__status=ConversationStatus.HANDED_OFF,
+                conversations__livemode=livemode)))
+            .order_by("-is_active", "date_joined", "id"))
+
+
+def open_handoffs_of(*, tenant: Tenant, user: User) -> list[Conversation]:
+    """The handed-off conversations assigned to ``user``, both modes, oldest first."""
+    return list(Conversation.objects.filter(tenant=tenant, assigned_to=user,
+                                            status=ConversationStatus.HANDED_OFF)
+                .order_by("created_at", "id"))

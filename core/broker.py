@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from .breaker import Breaker
 
@@ -23,9 +24,10 @@ COOLDOWN_SECONDS = 5.0
 breaker = Breaker("the broker", cooldown=COOLDOWN_SECONDS)
 
 
-def publish(task, ids: Sequence[str]) -> bool:
-    """One message of ``task`` per id (its one argument), through one producer (and, where
-    kombu has publish batches, one round trip per batch). False when the broker could not be
+def publish(task, ids: Sequence[Any]) -> bool:
+    """One message of ``task`` per item of ``ids`` (its one argument: an id, or a batch of
+    them), through one producer (and, where kombu has publish batches, one round trip per
+    batch). False when the broker could not be
     reached, now or within the last ``COOLDOWN_SECONDS``: the caller's rows stay due for their
     sweeper (some messages may have left; a task that finds its row already done does nothing).
     """

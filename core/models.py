@@ -36,6 +36,17 @@ class EventType(models.TextChoices):
     CONVERSATION_DELETED = "conversation.deleted"
     # A person's presence changed (online, away, offline): routing offers them waiting handoffs.
     USER_STATUS_CHANGED = "user.status_changed"
+    # The team (docs/dashboard.md, "Team"): the service's own; the Team page and the audit
+    # trail show them, with the person who acted (``actor``).
+    TEAM_MEMBER_INVITED = "team.member_invited"
+    TEAM_INVITATION_RESENT = "team.invitation_resent"
+    TEAM_INVITATION_REVOKED = "team.invitation_revoked"
+    TEAM_MEMBER_JOINED = "team.member_joined"
+    TEAM_ROLE_CHANGED = "team.role_changed"
+    TEAM_MEMBER_DEACTIVATED = "team.member_deactivated"
+    TEAM_MEMBER_REACTIVATED = "team.member_reactivated"
+    TEAM_TWO_FACTOR_REQUIRED = "team.two_factor_required"
+    TEAM_MEMBER_TWO_FACTOR = "team.member_two_factor"
     # Sent by hand to one webhook receiver (the dashboard's "Send test event"): both webhook
     # surfaces show it to that receiver alone; no subscription can ask for it.
     WEBHOOK_TEST = "webhook.test"

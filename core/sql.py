@@ -77,6 +77,20 @@ class ModelColumns:
         return self.model.from_db(wrapper.alias, self.attnames, loaded)
 
 
+def commit_without_waiting_for_the_disk() -> None:
+    """Called inside a transaction: on PostgreSQL, its commit returns without waiting for the
+    WAL to reach the disk (``synchronous_commit = off`` for this transaction alone). Only for a
+    transaction that a later, ordinary commit of the same request follows before anything is
+    promised to the client: WAL is flushed in order, so that commit's flush makes this one
+    durable too (docs/decisions.md, "Chat: the turn's first commit does not wait for the
+    disk")."""
+    if connection.vendor == "postgresql":
+        if not connection.in_atomic_block:
+            raise RuntimeError("commit_without_waiting_for_the_disk() outside a transaction")
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+
+
 def fetch_one(sql: str, params: list[Any]) -> tuple | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -19,9 +19,15 @@ from django.contrib.auth import logout
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django_otp import DEVICE_ID_SESSION_KEY
 
 from tenants.models import UserRole
-from tenants.selectors import admin_session_mark, tenant_by_admin_session, tenant_by_admin_token
+from tenants.selectors import (
+    admin_session_mark,
+    tenant_by_admin_session,
+    tenant_by_admin_token,
+    user_has_two_factor,
+)
 
 if TYPE_CHECKING:
     from tenants.models import Tenant, User
@@ -100,9 +106,27 @@ def sign_in_with_token(request: HttpRequest, token: str) -> Tenant | None:
     return tenant
 
 
-def dashboard_view(*, manage: bool = False) -> Callable:
-    """Resolves ``request.actor``; sends strangers to the login page, and reps away from the
-    pages only managers and the admin token may use."""
+def two_factor_missing(request: HttpRequest, actor: Actor) -> HttpResponse | None:
+    """Where a person goes first when their tenant requires two-factor sign-in and this session
+    was not signed in with a code: to set it up (no device yet), or to sign in again with one.
+    None when nothing is missing (one query, only in that case)."""
+    user = actor.user
+    if user is None or not actor.tenant.require_two_factor \
+            or request.session.get(DEVICE_ID_SESSION_KEY):
+        return None
+    if user_has_two_factor(user=user):
+        logout(request)
+        messages.info(request, "Your team requires two-factor sign-in: sign in again, with the "
+                               "code of your app.")
+        return redirect("dashboard:login")
+    messages.warning(request, "Your team requires two-factor sign-in: set it up to continue.")
+    return redirect(reverse("dashboard:profile") + "#two-factor")
+
+
+def dashboard_view(*, manage: bool = False, two_factor_setup: bool = False) -> Callable:
+    """Resolves ``request.actor``; sends strangers to the login page, reps away from the pages
+    only managers and the admin token may use, and, where the tenant requires two-factor
+    sign-in, people without it to set it up (but for the pages where they do: ``two_factor_setup``)."""
 
     def decorator(view: Callable) -> Callable:
         @wraps(view)
@@ -115,6 +139,10 @@ def dashboard_view(*, manage: bool = False) -> Callable:
                     logout(request)
                 login = reverse("dashboard:login")
                 return redirect(f"{login}?{urlencode({'next': request.get_full_path()})}")
+            if not two_factor_setup:
+                missing = two_factor_missing(request, actor)
+                if missing is not None:
+                    return missing
             if manage and not actor.can_manage:
                 messages.error(request, "Only sales managers and the tenant administrator can do "
                                         "that.")

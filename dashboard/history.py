@@ -71,6 +71,8 @@ def people(events: Iterable[Row]) -> set[uuid.UUID]:
     found = set()
     for event in events:
         facts = event["facts"]
+        if facts.get("previous_assigned_to_id"):
+            found.add(uuid.UUID(str(facts["previous_assigned_to_id"])))
         for key, snapshot in (("assigned_to_id", facts.get("conversation")),
                               ("host_id", facts.get("meeting")),
                               ("assigned_to_id", facts.get("lead"))):
@@ -238,8 +240,18 @@ def _handoff(event: Row, context: _Context) -> list[Entry]:
 
 
 def _assigned(event: Row, context: _Context) -> list[Entry]:
-    who = context.name(event["facts"]["conversation"].get("assigned_to_id"))
-    return [Entry(event["occurred_at"], "conversation", f"Conversation assigned to {who}", [],
+    facts = event["facts"]
+    who = context.name(facts["conversation"].get("assigned_to_id"), nobody="")
+    details = []
+    if facts.get("reason") == "member_deactivated":
+        leaving = context.name(facts.get("previous_assigned_to_id"))
+        by = (facts.get("actor") or {}).get("name") or "a manager"
+        details.append(f"{leaving} was deactivated by {by}")
+        text = (f"Conversation reassigned to {who}" if who else
+                "Conversation back in the Unassigned queue: nobody available")
+    else:
+        text = f"Conversation assigned to {who or 'nobody'}"
+    return [Entry(event["occurred_at"], "conversation", text, details,
                   _conversation_link(event))]
 
 

@@ -167,3 +167,71 @@ class LeadScoreCount(LeadCount):
             models.UniqueConstraint(fields=["tenant", "livemode", "score", "status", "source"],
                                     name="lead_score_count_key"),
         ]
+
+
+class LeadSearch(models.Model):
+    """One row per lead: what search reads instead of the lead itself (``leads.search``).
+
+    ``text`` is the lead's searchable values, upper-cased by the database and joined by
+    ``leads.search.SEPARATOR``: name, email, company, then the custom field values
+    (``custom_at`` characters precede the last separator, so legacy search, which leaves custom
+    fields out, can cut them off). The filter and sort columns of search are copied beside it,
+    so a search reads these narrow rows and nothing else until its page is known. The lead
+    services keep the row in the same transaction as the lead; ``lead_search_rebuild``
+    recomputes them for leads written around the services.
+
+    On PostgreSQL two GIN indexes, outside the model state like migration 0002's were
+    (migration 0005), start with the tenant: trigrams of ``text`` (``LIKE`` with three letters
+    or digits in a row) and its bigrams (shorter terms).
+    """
+
+    lead = models.OneToOneField(Lead, on_delete=models.CASCADE, primary_key=True,
+                                related_name="+")
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    status = models.CharField(max_length=12, choices=LeadStatus.choices)
+    source = models.CharField(max_length=10, choices=LeadSource.choices)
+    created_at = models.DateTimeField()
+    last_active_at = models.DateTimeField()
+    text = models.TextField()
+    custom_at = models.PositiveIntegerField()
+
+    class Meta:
+        # A page of a search that matches many leads walks one of these in its order and stops
+        # at the page's end (``leads.selectors.lead_search``).
+        indexes = [
+            models.Index(fields=["tenant", "livemode", "last_active_at", "lead"],
+                         name="lead_search_active"),
+            models.Index(fields=["tenant", "livemode", "created_at", "lead"],
+                         name="lead_search_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"search row of {self.lead_id}"
+
+
+class LeadSearchWord(models.Model):
+    """How many leads of a tenant and mode have ``word`` among the words of their search text
+    (``count``) and among those of name, email and company alone (``base_count``): the exact
+    total of a search whose term lies inside one word that only one word contains, without
+    visiting the matching leads (``leads.search``). A word is a run of letters and digits of
+    the upper-cased text; each lead counts once per distinct word. Kept by the lead services
+    in the transaction of the lead write, rebuilt by ``lead_search_rebuild``; words whose counts
+    fell to zero stay, at zero."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    word = models.TextField()
+    count = models.IntegerField(default=0)
+    base_count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "livemode", "word"],
+                                    name="lead_search_word_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.word}: {self.count}"

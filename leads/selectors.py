@@ -1,16 +1,13 @@
 """Reads of leads: the lists of both surfaces and search.
 
-The list takes the tenant and mode of the caller (``owner()`` of the API base view);
-search takes ``leads``, a queryset the caller has already scoped to one tenant and mode (the
-base view's ``get_queryset()``). Both return rows as plain dicts of ``presenters.COLUMNS`` and
-``presenters.TIMESTAMPS`` (formatted by the database) so that pages render without model
-instances. Totals of lists come from ``LeadDailyCount``, never from a ``COUNT`` over the leads
-(docs/performance.md).
+Both take the tenant and mode of the caller (``owner()`` of the API base view) and return
+rows as plain dicts of ``presenters.COLUMNS`` and ``presenters.TIMESTAMPS`` (formatted by the
+database) so that pages render without model instances. Totals of lists come from
+``LeadDailyCount``, never from a ``COUNT`` over the leads (docs/performance.md).
 """
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -18,14 +15,15 @@ from typing import Any
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 
 from core.pagination import Page
 from core.sql import fetch_all, fetch_one, iso_timestamp_sql
 from core.sql import quote as _q
 from tenants.models import Tenant
 
-from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadUpdatedDayCount
+from . import search
+from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadSearch, LeadUpdatedDayCount
 from .presenters import COLUMNS, TIMESTAMPS
 from .text import custom_fields_text
 from .vocabulary import stored_for_v1_filter, v1_status
@@ -38,7 +36,7 @@ DEEP_OFFSET = 1000
 V1_SEARCH_FIELDS = ("name", "email", "company", "custom_fields_text")
 LEGACY_SEARCH_FIELDS = ("name", "email", "company")
 _MATCH_FIELDS = {"name": "name", "email": "email", "company": "company"}
-_TRIGRAM = re.compile(r"[^\W_]{3}")  # three letters or digits in a row, as pg_trgm sees words
+MAX_LIMIT = 100  # the largest page of either surface
 SEARCH_COLUMNS = ("id", "email", "name", "company", "status", "score", "custom_fields")
 
 
@@ -260,7 +258,8 @@ def _bucket_of_offset(buckets: list[tuple[Any, int]], offset: int) -> tuple[Any,
 
 def lead_search(
     *,
-    leads: QuerySet[Lead],
+    tenant: Tenant,
+    livemode: bool,
     q: str,
     fields: tuple[str, ...] = V1_SEARCH_FIELDS,
     status: str | None = None,
@@ -271,68 +270,157 @@ def lead_search(
     page: int = 1,
     limit: int = 25,
 ) -> Page:
-    """Leads with ``q`` in any of ``fields`` (case-insensitive substring), one page; only those
-    in ``status`` (a v1 word) or ``stored_status``, and from ``source``, when given.
+    """The tenant's leads in this mode with ``q`` in any of ``fields`` (case-insensitive
+    substring), one page; only those in ``status`` (a v1 word) or ``stored_status``, and from
+    ``source``, when given. ``fields`` are ``V1_SEARCH_FIELDS`` or ``LEGACY_SEARCH_FIELDS``;
+    ``order_by`` is a sort column, descending, then ``-id``. Rows carry ``match_field`` (see
+    ``match_field``).
 
-    One statement: a materialized CTE collects the matches once (on PostgreSQL through the
-    trigram indexes of migration 0002), holding only their ids and sort keys; the total is
-    counted from it, and only the page's rows are read whole and formatted. Without that fence
-    PostgreSQL may rather walk the last-activity index across every lead of the tenant to spare
-    itself a sort of the matches. A page past the end costs a second query for the total. Rows
-    carry ``match_field`` (see ``match_field``).
+    The search rows of ``leads.search`` answer, two ways (docs/decisions.md, "Lead search
+    reads its own tables"):
+
+    - **Many matches.** When the word counts know the exact total (``search.word_total``,
+      no filter) and the matches are dense enough that walking the search rows in the page's
+      order reaches the page sooner than collecting every match would, the page walks the sort
+      index of the search rows and stops at its end (``_walked_page``).
+    - **Otherwise** one statement: a materialized CTE collects the matches once (on PostgreSQL
+      through the tenant-prefixed GIN indexes), holding only their ids and sort keys; the total
+      is counted from it, and only the page's rows are read from the leads and formatted.
+      Without that fence PostgreSQL may rather walk a sort index across every lead of the
+      tenant to spare itself a sort of the matches. A page past the end costs a second query
+      for the total.
     """
-    matching = _search_matches(leads, q=q, fields=fields, status=status, source=source,
-                               stored_status=stored_status)
     offset = (page - 1) * limit
-    sql, params = _search_sql(matching, order_by=order_by, columns=columns)
-    rows = _search_rows(sql, [*params, limit, offset], q=q)
+    if not (status or stored_status or source):
+        walked = _walked_page(tenant=tenant, livemode=livemode, q=q, fields=fields,
+                              order_by=order_by, columns=columns, page=page, limit=limit)
+        if walked is not None:
+            return walked
+    inner_sql, params = _search_matches(tenant=tenant, livemode=livemode, q=q, fields=fields,
+                                        status=status, stored_status=stored_status,
+                                        source=source, order_by=order_by)
+    sql = _search_sql(inner_sql, order_by=order_by, columns=columns)
+    rows = _lead_rows(sql, [*params, limit, offset])
     total = rows[0]["search_total"] if rows else 0
     for row in rows:
         del row["search_total"]
         row["match_field"] = match_field(row, q, fields)
     if not rows and offset:
-        total = matching.count()
+        total = int(fetch_one(f"SELECT COUNT(*) FROM ({inner_sql}) AS matches", params)[0])
     return Page(items=rows, page=page, limit=limit, total=total)
 
 
-def _search_matches(leads: QuerySet[Lead], *, q: str, fields: tuple[str, ...],
-                    status: str | None, source: str | None,
-                    stored_status: str | None = None) -> QuerySet[Lead]:
-    condition = Q()
-    for field in fields:
-        condition |= Q(**{f"{field}__icontains": q})
-    filters = {"v1_status": status, "status": stored_status, "source": source}
-    return leads.filter(condition, **{field: value for field, value in filters.items() if value})
+def _walked_page(*, tenant: Tenant, livemode: bool, q: str, fields: tuple[str, ...],
+                 order_by: tuple[str, ...], columns: tuple[str, ...], page: int,
+                 limit: int) -> Page | None:
+    """The page and its total when the word counts know the total and a walk of the search
+    rows in the page's order is the cheaper way to the page; else None."""
+    if search.needs_lead_columns(q):
+        return None
+    known = search.word_total(tenant_id=tenant.pk, livemode=livemode, q=q,
+                              with_custom_fields="custom_fields_text" in fields)
+    if known is None:
+        return None
+    total, leads = known
+    offset = (page - 1) * limit
+    if offset >= total:
+        return Page(items=[], page=page, limit=limit, total=total)
+    # A walk reads about (offset + limit) * leads / total search rows, each from a page of its
+    # own; collecting the matches reads each of them too, but several share a page: the walk
+    # must be the shorter by half (measured at a million leads, docs/performance.md). Reckoned
+    # with the largest limit, so that a page's queries do not depend on its limit.
+    if 2 * page * MAX_LIMIT * leads >= total * total:
+        return None
+    rows = _walk_rows(tenant=tenant, livemode=livemode, q=q, fields=fields, order_by=order_by,
+                      columns=columns, limit=limit, offset=offset)
+    return Page(items=rows, page=page, limit=limit, total=total)
 
 
-def _search_sql(matching: QuerySet[Lead], *, order_by: tuple[str, ...],
-                columns: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+def _walk_rows(*, tenant: Tenant, livemode: bool, q: str, fields: tuple[str, ...],
+               order_by: tuple[str, ...], columns: tuple[str, ...], limit: int,
+               offset: int) -> list[dict[str, Any]]:
+    """One page of the matches, found by walking the search rows' sort index (``lead_search_
+    active`` or ``lead_search_created``) in the page's order. PostgreSQL is told to take that
+    walk: its estimate of how many rows a substring matches is a guess, and collecting and
+    sorting every match instead is what this path avoids."""
+    where, params = _scope(tenant, livemode)
+    condition, condition_params = search.match_condition(
+        q, with_custom_fields="custom_fields_text" in fields)
+    where.append(condition)
+    key = _q(_DB_COLUMNS[order_by[0].lstrip("-")])
+    table = _q(Lead._meta.db_table)
+    order = f"{key} DESC, \"id\" DESC"
+    sql = (f"SELECT {_select_list(columns)} FROM {table} WHERE \"id\" IN ("
+           f"SELECT \"lead_id\" FROM {_q(LeadSearch._meta.db_table)} "
+           f"WHERE {' AND '.join(where)} ORDER BY {key} DESC, \"lead_id\" DESC "
+           f"LIMIT %s OFFSET %s) ORDER BY {order}")
+    params += [*condition_params, limit, offset]
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            fetch_one("SELECT set_config('enable_seqscan', 'off', true), "
+                      "set_config('enable_bitmapscan', 'off', true)", [])
+            rows = _lead_rows(sql, params)
+            # Rolled back, so the settings end here even inside a caller's transaction: a
+            # read has nothing else to lose.
+            transaction.set_rollback(True)
+    else:
+        rows = _lead_rows(sql, params)
+    for row in rows:
+        row["match_field"] = match_field(row, q, fields)
+    return rows
+
+
+def _search_matches(*, tenant: Tenant, livemode: bool, q: str, fields: tuple[str, ...],
+                    status: str | None, stored_status: str | None, source: str | None,
+                    order_by: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """The statement of the matches' ids (as ``id``) and sort keys, and its parameters."""
+    keys = [key.lstrip("-") for key in order_by if key.lstrip("-") != "id"]
+    where, params = _scope(tenant, livemode)
+    statuses = [*(stored_for_v1_filter(status) if status else []),
+                *([stored_status] if stored_status else [])]
+    if statuses:
+        where.append(f'"status" IN ({", ".join(["%s"] * len(statuses))})')
+        params += statuses
+    if source:
+        where.append('"source" = %s')
+        params.append(source)
+    if search.needs_lead_columns(q):
+        condition, condition_params = _lead_columns_condition(q, fields)
+        table, id_column = _q(Lead._meta.db_table), '"id"'
+    else:
+        condition, condition_params = search.match_condition(
+            q, with_custom_fields="custom_fields_text" in fields)
+        table, id_column = _q(LeadSearch._meta.db_table), '"lead_id"'
+    where.append(condition)
+    params += condition_params
+    selected = ", ".join([f'{id_column} AS "id"', *(_q(_DB_COLUMNS[key]) for key in keys)])
+    return f"SELECT {selected} FROM {table} WHERE {' AND '.join(where)}", params
+
+
+def _lead_columns_condition(q: str, fields: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """``q`` in any of ``fields`` of the lead itself: for the rare term with a control character
+    in it (``search.needs_lead_columns``), as the search rows cannot tell a match inside one
+    value from one across two."""
+    escape = " ESCAPE '\\'" if connection.vendor == "sqlite" else ""
+    condition = " OR ".join(f"UPPER({_q(_DB_COLUMNS[field])}) LIKE UPPER(%s){escape}"
+                            for field in fields)
+    return f"({condition})", [f"%{connection.ops.prep_for_like_query(q)}%"] * len(fields)
+
+
+def _search_sql(inner_sql: str, *, order_by: tuple[str, ...], columns: tuple[str, ...]) -> str:
     """The one statement of a search page (its last two parameters, LIMIT and OFFSET, to add):
     the matches' ids and sort keys in a materialized CTE, their count, and the page's rows."""
     keys = [key.lstrip("-") for key in order_by]
-    inner_sql, params = matching.order_by().values(*dict.fromkeys(["id", *keys])).query.sql_with_params()
     order = ", ".join(f"{_q(_DB_COLUMNS[key])} {'DESC' if sort.startswith('-') else 'ASC'}"
                       for key, sort in zip(keys, order_by, strict=True))
     fence = "MATERIALIZED " if connection.vendor == "postgresql" else ""
     table = _q(Lead._meta.db_table)
-    sql = (
+    return (
         f"WITH matches AS {fence}({inner_sql}) "
         f"SELECT {_select_list(columns)}, (SELECT COUNT(*) FROM matches) AS search_total "
         f"FROM {table} WHERE \"id\" IN ("
         f"SELECT \"id\" FROM matches ORDER BY {order} LIMIT %s OFFSET %s) ORDER BY {order}"
     )
-    return sql, params
-
-
-def _search_rows(sql: str, params: list, *, q: str) -> list[dict[str, Any]]:
-    if connection.vendor == "postgresql" and not _TRIGRAM.search(q):
-        # Without three letters or digits in a row pg_trgm has no trigram to look up: each
-        # "index scan" would return every row, then recheck them all. Reading the tenant's
-        # rows once is three times faster, so the planner is told not to use the indexes.
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_bitmapscan = off")
-            return _lead_rows(sql, params)
-    return _lead_rows(sql, params)
 
 
 def match_field(row: dict[str, Any], q: str, fields: tuple[str, ...] = V1_SEARCH_FIELDS) -> str:
@@ -390,9 +478,9 @@ def lead_find(
         return lead_list(tenant=tenant, livemode=livemode,
                          filters=LeadFilters(stored_status=stored_status, source=source),
                          page=page, limit=limit)
-    return lead_search(leads=Lead.objects.filter(tenant=tenant, livemode=livemode), q=q,
-                       fields=V1_SEARCH_FIELDS, stored_status=stored_status, source=source,
-                       columns=COLUMNS, order_by=("-created_at", "-id"), page=page, limit=limit)
+    return lead_search(tenant=tenant, livemode=livemode, q=q, fields=V1_SEARCH_FIELDS,
+                       stored_status=stored_status, source=source, columns=COLUMNS,
+                       order_by=("-created_at", "-id"), page=page, limit=limit)
 
 
 def lead_get(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID) -> Lead | None:

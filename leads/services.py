@@ -1,5 +1,6 @@
 """Every write to leads. Each runs in a transaction, saves its rows and emits its events
 (``core.events``); the count tables, analytics, webhooks and live pushes follow from the events.
+Each also writes the lead's search row and word counts (``leads.search``) beside the lead.
 
 Services take stored values (the stored status of ``leads.vocabulary``, UUIDs) and enforce the
 rules of ``leads.validation``, which hold whoever calls them: the API surfaces, the admin, the
@@ -26,6 +27,7 @@ from tenants.models import Tenant
 from . import validation
 from .events import V1_FIELD, lead_facts
 from .models import Lead
+from .search import lead_search_forget, lead_search_touch, lead_search_write
 from .text import custom_fields_text
 from .vocabulary import LeadSource, LeadStatus, v1_status
 
@@ -101,6 +103,7 @@ def lead_create(
                 first_seen_at=seen, last_active_at=seen, created_at=seen, updated_at=now,
                 **values)
     _save_checking_email(lead, email_changed=True, force_insert=True)
+    lead_search_write(lead, created=True)
 
     facts = lead_facts(lead)
     emit(EventType.LEAD_CREATED, tenant_id=tenant.pk, livemode=livemode, lead_id=lead.pk,
@@ -153,13 +156,16 @@ def lead_delete(*, lead: Lead) -> None:
     # Emitted first: its subscribers take back what the lead counted while it still exists.
     emit(EventType.LEAD_DELETED, tenant_id=current.tenant_id, livemode=current.livemode,
          description=f"Lead {current.email} deleted", facts={"lead": lead_facts(current)})
+    lead_search_forget(current)
     current.delete()
 
 
+@transaction.atomic
 def lead_seen(*, lead_id: uuid.UUID, at: datetime) -> None:
-    """The lead was active just now (a chat message): ``lastActiveAt`` moves; nothing else
-    changes, so no event."""
+    """The lead was active just now (a chat message): ``lastActiveAt`` moves (in its search row
+    too); nothing else changes, so no event."""
     Lead.objects.filter(pk=lead_id).update(last_active_at=at)
+    lead_search_touch(lead_id=lead_id, last_active_at=at)
 
 
 # --- steps ----------------------------------------------------------------------------------
@@ -204,6 +210,7 @@ def _apply(lead: Lead, changes: dict[str, Any], *, touch_activity: bool) -> None
         lead.custom_fields_text = custom_fields_text(lead.custom_fields)
         update_fields.append("custom_fields_text")
     _save_checking_email(lead, email_changed="email" in changes, update_fields=update_fields)
+    lead_search_write(lead)
 
 
 def _email_owner(*, tenant: Tenant, livemode: bool, email: str,

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
-from .models import Tenant, User
+from .models import Invitation, Tenant, User
 
 
 @admin.register(Tenant)
@@ -15,7 +15,7 @@ class TenantAdmin(admin.ModelAdmin):
               "has_agent_api_key", "has_admin_token", "allowed_origins", "meeting_timezone",
               "meeting_days", "meeting_start_hour", "meeting_end_hour", "meeting_minutes",
               "booking_url", "qualification_min_score", "qualification_min_bant",
-              "default_deal_value", "created_at", "updated_at"]
+              "default_deal_value", "require_two_factor", "created_at", "updated_at"]
 
     @admin.display(boolean=True, description="Agent API key set")
     def has_agent_api_key(self, obj: Tenant) -> bool:
@@ -32,3 +32,23 @@ class TenantUserAdmin(UserAdmin):
     list_filter = ["tenant", "role", "is_staff", "is_active"]
     search_fields = ["username", "email", "first_name", "last_name"]
     fieldsets = [*UserAdmin.fieldsets, ("Tenant", {"fields": ["tenant", "role"]})]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Read-only: managers invite, resend and revoke on the dashboard's Team page, which emits
+    the events; the link's token is never shown (only its hash is stored)."""
+
+    list_display = ["email", "tenant", "role", "invited_by", "sent_at", "expires_at",
+                    "accepted_at", "revoked_at"]
+    list_filter = ["tenant", "role"]
+    search_fields = ["email"]
+    fields = ["id", "tenant", "email", "role", "invited_by", "created_at", "sent_at",
+              "expires_at", "accepted_at", "revoked_at", "user"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -82,6 +82,10 @@ class Tenant(models.Model):
     # /api/chat and /api/widget endpoints from the browser.
     allowed_origins = models.JSONField(default=list, blank=True)
 
+    # Every member of the staff signs in with a TOTP code after the password; one without a
+    # device is sent to set it up before anything else (docs/dashboard.md, "Accounts").
+    require_two_factor = models.BooleanField(default=False)
+
     # SHA-256 of the admin token that opens a legacy cookie session.
     admin_token_hash = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
 
@@ -181,3 +185,40 @@ class PresenceConnection(models.Model):
 
     def __str__(self) -> str:
         return f"Dashboard tab of {self.user_id} until {self.expires_at:%H:%M:%S}"
+
+
+INVITATION_DAYS = 7
+
+
+class Invitation(models.Model):
+    """An invitation to join a tenant's staff (docs/dashboard.md, "Team"): a signed link that
+    works once, for ``INVITATION_DAYS``. Only a hash of the link's token is kept; resending
+    issues a new token (the old link dies) and moves the expiry."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations",
+                               db_index=False)
+    email = models.EmailField(max_length=254)
+    role = models.CharField(max_length=20, choices=UserRole.choices, default=UserRole.REP)
+    # None: invited with the admin token (the tenant's administrator is nobody in particular).
+    invited_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    token_hash = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField()
+    sent_at = models.DateTimeField()  # the last (re)send
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    user = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")  # the account made by accepting it
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "created_at", "id"], name="invitation_tenant")]
+
+    def __str__(self) -> str:
+        return f"Invitation of {self.email}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.accepted_at is None and self.revoked_at is None

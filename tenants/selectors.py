@@ -12,8 +12,11 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from core import crypto
+from core.models import Event, EventType
 
-from .models import Tenant, User
+from .models import Invitation, Tenant, User
+
+TEAM_EVENT_TYPES = [t for t in EventType.values if t.startswith("team.")]
 
 ADMIN_TOKEN_PREFIX = "at_"
 # What a public id may look like (``tn_`` and 20 hex digits today; room for other forms): the
@@ -81,3 +84,50 @@ def tenant_user_names(*, tenant: Tenant, user_ids: Collection[uuid.UUID]) -> dic
 def tenant_user_get(*, tenant: Tenant, user_id: uuid.UUID) -> User | None:
     """An active member of the tenant's staff, or None (someone else's, inactive, unknown)."""
     return tenant_users(tenant=tenant).filter(pk=user_id).first()
+
+
+def team_member_get(*, tenant: Tenant, user_id: uuid.UUID) -> User | None:
+    """A member of the tenant's staff, active or not (the Team page acts on both), or None."""
+    return User.objects.filter(tenant=tenant, pk=user_id).first()
+
+
+def team_invitations(*, tenant: Tenant, limit: int = 50) -> list[Invitation]:
+    """The invitations not accepted nor revoked (expired ones too: they can be resent), newest
+    first, with who sent them."""
+    return list(Invitation.objects.filter(tenant=tenant, accepted_at__isnull=True,
+                                          revoked_at__isnull=True)
+                .select_related("invited_by").order_by("-created_at", "-id")[:limit])
+
+
+def team_invitation_get(*, tenant: Tenant, invitation_id: uuid.UUID) -> Invitation | None:
+    return Invitation.objects.filter(tenant=tenant, pk=invitation_id).first()
+
+
+def team_events(*, tenant: Tenant, limit: int = 20) -> list[Event]:
+    """The team's latest events (``team.*``), newest first: the Team page's activity."""
+    return list(Event.objects.filter(tenant=tenant, type__in=TEAM_EVENT_TYPES)
+                .order_by("-occurred_at", "-id")[:limit])
+
+
+def user_has_two_factor(*, user: User) -> bool:
+    """Whether the person has a confirmed TOTP device (they sign in with a code)."""
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    return TOTPDevice.objects.filter(user=user, confirmed=True).exists()
+
+
+def staff_member_by_id(*, user_id: Any) -> User | None:
+    """An active member of some tenant's staff by id (a sign-in in progress names them), or
+    None for anything else."""
+    try:
+        return User.objects.filter(pk=user_id, is_active=True, tenant__isnull=False).first()
+    except (ValidationError, ValueError, TypeError):
+        return None
+
+
+def staff_for_password_reset(*, email: str) -> list[User]:
+    """The active staff member whose email is ``email`` and who has a usable password (Django's
+    ``PasswordResetForm.get_users`` rule, limited to the tenants' staff)."""
+    found = User.objects.filter(email__iexact=(email or "").strip(), is_active=True,
+                                tenant__isnull=False)
+    return [user for user in found if user.has_usable_password()]

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -30,6 +30,7 @@ from core.errors import Conflict, FieldError, InvalidRequest, Unprocessable
 from core.events import emit, payload
 from core.models import Event, EventType
 from core.sql import fetch_all
+from core.work import V1_SCHEDULE, Backoff
 from tenants.models import Tenant
 
 from . import envelopes, transport
@@ -48,15 +49,12 @@ from .models import (
 
 logger = logging.getLogger("salesagent.webhooks")
 
-# Delays after a failed attempt, before the next one (the specification's schedules).
-V1_RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
-                   timedelta(hours=2), timedelta(hours=12), timedelta(hours=24))
-# The legacy table lists six attempts (immediately, then these five delays) although its prose
-# says "after 5 failed attempts": we follow the table (docs/webhooks.md).
-LEGACY_RETRY_DELAYS = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30),
-                       timedelta(hours=2), timedelta(hours=24))
-V1_MAX_ATTEMPTS = len(V1_RETRY_DELAYS) + 1  # 7
-LEGACY_MAX_ATTEMPTS = len(LEGACY_RETRY_DELAYS) + 1  # 6
+# The specification's schedules: the delays after a failed attempt, before the next one
+# (core.work.Backoff, which outbound emails and calendar writes use too). The legacy table lists
+# six attempts (immediately, then five delays) although its prose says "after 5 failed
+# attempts": we follow the table (docs/webhooks.md).
+LEGACY_SCHEDULE = Backoff(V1_SCHEDULE.delays[:4] + (timedelta(hours=24),))
+SCHEDULES = {Surface.V1: V1_SCHEDULE, Surface.LEGACY: LEGACY_SCHEDULE}
 
 # A subscription every attempt of which has failed for this long is disabled.
 DISABLE_AFTER = timedelta(days=5)
@@ -66,6 +64,9 @@ REQUEUE_AFTER = timedelta(seconds=60)
 # A claim outlives the request's timeout by this much before the sweeper takes it back.
 LEASE_MARGIN = timedelta(seconds=60)
 SWEEP_BATCH = 500
+# Deliveries to one receiver that one task claims, sends one after the other over a kept
+# connection, and records together (docs/webhooks.md, "How it works").
+BATCH_SIZE = 25
 # Events whose fan-out never ran are looked for this far back, once the hook had time to run.
 CATCH_UP_WINDOW = timedelta(minutes=15)
 CATCH_UP_GRACE = timedelta(seconds=30)
@@ -393,17 +394,37 @@ def _delivery_row(*, tenant_id: uuid.UUID, livemode: bool, event_id: uuid.UUID, 
 
 
 def enqueue(delivery_ids: Iterable[uuid.UUID]) -> None:
-    """Puts one delivery task per id on the broker (``core.broker.publish``). A broker that
-    cannot be reached loses nothing and holds nobody: the rows stay due, marked as carried by no
-    task, and the sweeper's next pass after the broker is back enqueues them."""
-    from .tasks import deliver
+    """Puts the deliveries on the broker (``core.broker.publish``): one ``webhooks.deliver_many``
+    message per ``BATCH_SIZE`` deliveries to one receiver, so that a backlog is claimed, sent
+    over one kept connection and recorded in batches. A broker that cannot be reached loses
+    nothing and holds nobody: the rows stay due, marked as carried by no task, and the sweeper's
+    next pass after the broker is back enqueues them."""
+    from .tasks import deliver_many
 
-    ids = [str(delivery_id) for delivery_id in delivery_ids]
-    if not broker.publish(deliver, ids):
+    ids = [uuid.UUID(str(delivery_id)) for delivery_id in delivery_ids]
+    if not broker.publish(deliver_many, _batches(ids)):
         Delivery.objects.filter(pk__in=ids, status__in=CLAIMABLE).update(enqueued_at=None)
 
 
-# --- one attempt ----------------------------------------------------------------------------
+def _batches(ids: list[uuid.UUID]) -> list[list[str]]:
+    """The ids in messages of at most ``BATCH_SIZE``, each for one receiver, in the given order.
+
+    One message per receiver, not a mix: a batch is sent one delivery after the other, so a
+    receiver that is slow to answer delays its own deliveries only, never another's.
+    """
+    if len(ids) <= 1:
+        return [[str(pk)] for pk in ids]
+    receiver_of = {pk: subscription or legacy for pk, subscription, legacy in
+                   Delivery.objects.filter(pk__in=ids).values_list(
+                       "pk", "subscription_id", "legacy_webhook_id")}
+    groups: dict[Any, list[str]] = {}
+    for pk in ids:
+        groups.setdefault(receiver_of.get(pk), []).append(str(pk))
+    return [group[i:i + BATCH_SIZE] for group in groups.values()
+            for i in range(0, len(group), BATCH_SIZE)]
+
+
+# --- attempts -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class _Claim:
@@ -417,41 +438,64 @@ class _Claim:
     scheduled: bool
 
 
-def _claim(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:
-    """Marks a due delivery ``delivering`` for this worker alone, or returns None when it is not
-    due, already taken, or gone. The row comes back with its event and receiver."""
-    token = uuid.uuid4()
+def _claimed(token: uuid.UUID, now: datetime) -> dict[str, Any]:
     lease = now + timedelta(seconds=timeout_seconds()) + LEASE_MARGIN
-    claimed = {"status": DeliveryStatus.DELIVERING, "claim_token": token,
-               "lease_expires_at": lease, "last_attempt_at": now, "updated_at": now}
-    conditions = {"pk": delivery_id, "status__in": CLAIMABLE, "next_attempt_at__lte": now}
-    joined = Delivery.objects.select_related("event", "subscription", "legacy_webhook")
-    with transaction.atomic():
-        if connection.features.has_select_for_update_skip_locked:
-            # Another worker holding the row means it is taken: skip, do not wait. Only the
-            # delivery is locked (its receiver is on the nullable side of a join).
-            delivery = (joined.filter(**conditions)
-                        .select_for_update(skip_locked=True, of=("self",)).first())
-            if delivery is None:
-                return None
-            before = delivery.status
-            Delivery.objects.filter(pk=delivery_id).update(
-                **claimed, attempt_count=F("attempt_count") + 1)
-            for field, value in claimed.items():
-                setattr(delivery, field, value)
-            delivery.attempt_count += 1
-        else:
-            # Without row locks the status condition of the UPDATE is the claim: one writer wins.
-            # The status it had is part of the condition, so the winner knows it.
-            before = Delivery.objects.filter(**conditions).values_list("status", flat=True).first()
-            due = Delivery.objects.filter(**conditions, status=before)
-            if before is None or due.update(**claimed, attempt_count=F("attempt_count") + 1) != 1:
-                return None
-            delivery = joined.get(pk=delivery_id)
+    return {"status": DeliveryStatus.DELIVERING, "claim_token": token, "lease_expires_at": lease,
+            "last_attempt_at": now, "updated_at": now}
+
+
+def _as_claim(delivery: Delivery, token: uuid.UUID, before: str) -> _Claim:
     return _Claim(delivery=delivery, token=token, number=delivery.attempt_count,
                   trigger=delivery.next_trigger,
                   scheduled=(delivery.next_trigger == Trigger.SCHEDULED
                              or before == DeliveryStatus.WAITING_RETRY))
+
+
+def _claim_many(delivery_ids: Sequence[uuid.UUID], now: datetime) -> list[_Claim]:
+    """Marks the due deliveries among ``delivery_ids`` ``delivering`` for this worker alone, in
+    the given order; those not due, already taken, or gone are left out. Each comes back with its
+    event and receiver."""
+    if not connection.features.has_select_for_update_skip_locked:
+        return [claim for claim in (_claim_unlocked(pk, now) for pk in delivery_ids) if claim]
+    token = uuid.uuid4()
+    claimed = _claimed(token, now)
+    with transaction.atomic():
+        # A row another worker holds is taken: skip it, do not wait. Only the deliveries are
+        # locked (their receivers are on the nullable side of a join).
+        rows = list(Delivery.objects.select_related("event", "subscription", "legacy_webhook")
+                    .filter(pk__in=delivery_ids, status__in=CLAIMABLE, next_attempt_at__lte=now)
+                    .order_by().select_for_update(skip_locked=True, of=("self",)))
+        if rows:
+            Delivery.objects.filter(pk__in=[row.pk for row in rows]).update(
+                **claimed, attempt_count=F("attempt_count") + 1)
+    claims = {row.pk: _taken(row, token, claimed) for row in rows}
+    return [claims[pk] for pk in delivery_ids if pk in claims]
+
+
+def _taken(row: Delivery, token: uuid.UUID, claimed: dict[str, Any]) -> _Claim:
+    """The claim of ``row`` as read before its claim's UPDATE, brought up to date."""
+    before = row.status
+    for field, value in claimed.items():
+        setattr(row, field, value)
+    row.attempt_count += 1
+    return _as_claim(row, token, before)
+
+
+def _claim_unlocked(delivery_id: uuid.UUID, now: datetime) -> _Claim | None:
+    """One delivery's claim where there are no row locks (SQLite): the status condition of the
+    UPDATE is the claim, and one writer wins. The status it had is part of the condition, so
+    the winner knows it."""
+    token = uuid.uuid4()
+    conditions = {"pk": delivery_id, "status__in": CLAIMABLE, "next_attempt_at__lte": now}
+    with transaction.atomic():
+        before = Delivery.objects.filter(**conditions).values_list("status", flat=True).first()
+        due = Delivery.objects.filter(**conditions, status=before)
+        if before is None or due.update(**_claimed(token, now),
+                                        attempt_count=F("attempt_count") + 1) != 1:
+            return None
+        delivery = (Delivery.objects.select_related("event", "subscription", "legacy_webhook")
+                    .get(pk=delivery_id))
+    return _as_claim(delivery, token, before)
 
 
 def delivery_attempt(*, delivery_id: uuid.UUID, now: datetime | None = None
@@ -462,32 +506,114 @@ def delivery_attempt(*, delivery_id: uuid.UUID, now: datetime | None = None
     ``now`` is the clock of the schedule (tests move it); the request's own timestamp and timing
     are real.
     """
-    now = now or timezone.now()
-    claim = _claim(delivery_id, now)
-    if claim is None:
-        return None
-    delivery = claim.delivery
-    receiver = delivery.subscription or delivery.legacy_webhook
-    if receiver is None or not _receiver_active(delivery):
-        _give_up(delivery, token=claim.token, now=now,
-                 reason="Not sent: the receiver is disabled.")
-        return None
+    attempts = deliveries_attempt(delivery_ids=[delivery_id], now=now)
+    return attempts[0] if attempts else None
 
-    attempt_pk = uuid.uuid4()
-    secret = receiver.secret
+
+def deliveries_attempt(*, delivery_ids: Sequence[uuid.UUID], now: datetime | None = None
+                       ) -> list[DeliveryAttempt]:
+    """Sends each due delivery of ``delivery_ids`` once, in order, and records the attempts:
+    one claim for all of them, their requests one after the other (over a kept connection to
+    their receiver, ``transport.connections``), and their attempts written together. Returns the
+    attempts recorded; deliveries not due, taken by another worker, gone or whose receiver is
+    disabled send nothing.
+
+    ``now``, when given, is the clock of the schedule for every attempt (tests move it);
+    otherwise each attempt is timed when it is made. The requests' own timestamps and timings
+    are real.
+    """
+    clock = (lambda: now) if now is not None else timezone.now
+    claims = _claim_many(list(delivery_ids), clock())
+    batch = _Batch(clock)
+    for index, claim in enumerate(claims):
+        batch.keep_leases(claims[index:])
+        batch.send(claim)
+    batch.flush()
+    return batch.attempts
+
+
+class _Batch:
+    """The attempts of one claim of deliveries: their secrets read once per receiver, their
+    results recorded together, and their leases renewed while a slow receiver keeps the later
+    ones waiting (each lease covers one request: a worker that dies is found out as soon as for a
+    single delivery)."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.timeout = timeout_seconds()
+        self.leased_until = time.monotonic() + self.timeout + LEASE_MARGIN.total_seconds()
+        self.secrets: dict[uuid.UUID, str] = {}
+        self.results: list[tuple[_Claim, uuid.UUID, transport.Outcome, datetime]] = []
+        self.attempts: list[DeliveryAttempt] = []
+        self.dropped: set[uuid.UUID] = set()
+
+    def keep_leases(self, waiting: list[_Claim]) -> None:
+        """Before the next request: when the lease left could not cover it, the results so far
+        are recorded and the waiting deliveries' leases renewed (those taken back meanwhile by
+        the sweeper are dropped from the batch)."""
+        if time.monotonic() + self.timeout + LEASE_MARGIN.total_seconds() / 2 < self.leased_until:
+            return
+        self.flush()
+        self.dropped |= {claim.delivery.pk for claim in waiting} - _renew_leases(waiting,
+                                                                                 self.clock())
+        self.leased_until = time.monotonic() + self.timeout + LEASE_MARGIN.total_seconds()
+
+    def send(self, claim: _Claim) -> None:
+        delivery = claim.delivery
+        if delivery.pk in self.dropped:
+            return
+        at = self.clock()
+        receiver = delivery.subscription or delivery.legacy_webhook
+        if receiver is None or not _receiver_active(delivery):
+            _give_up(delivery, token=claim.token, now=at,
+                     reason="Not sent: the receiver is disabled.")
+            return
+        attempt_pk = uuid.uuid4()
+        if receiver.pk not in self.secrets:
+            self.secrets[receiver.pk] = receiver.secret
+        outcome = _send(delivery, receiver, secret=self.secrets[receiver.pk],
+                        attempt_pk=attempt_pk, timeout=self.timeout)
+        self.results.append((claim, attempt_pk, outcome, at))
+
+    def flush(self) -> None:
+        results, self.results = self.results, []
+        self.attempts += _record_many(results)
+
+
+def _send(delivery: Delivery, receiver: Subscription | LegacyWebhook, *, secret: str,
+          attempt_pk: uuid.UUID, timeout: float) -> transport.Outcome:
+    """The request of one attempt (signed with the receiver's secret) and how it went."""
     if not secret:
-        outcome = transport.Outcome(None, 0, error="Not sent: the signing secret cannot be read "
-                                                   "(FIELD_ENCRYPTION_KEY changed?).")
+        return transport.Outcome(None, 0, error="Not sent: the signing secret cannot be read "
+                                                "(FIELD_ENCRYPTION_KEY changed?).")
+    if delivery.surface == Surface.V1:
+        body, headers = envelopes.v1_request(delivery.event, secret=secret,
+                                             attempt=envelopes.attempt_id(attempt_pk),
+                                             timestamp=int(time.time()))
     else:
-        if delivery.surface == Surface.V1:
-            body, headers = envelopes.v1_request(delivery.event, secret=secret,
-                                                 attempt=envelopes.attempt_id(attempt_pk),
-                                                 timestamp=int(time.time()))
-        else:
-            body, headers = envelopes.legacy_request(delivery.event, secret=secret,
-                                                     attempt=envelopes.attempt_id(attempt_pk))
-        outcome = transport.post(receiver.url, body, headers, timeout=timeout_seconds())
-    return _record(claim, attempt_pk=attempt_pk, outcome=outcome, now=now)
+        body, headers = envelopes.legacy_request(delivery.event, secret=secret,
+                                                 attempt=envelopes.attempt_id(attempt_pk))
+    return transport.post(receiver.url, body, headers, timeout=timeout)
+
+
+def _renew_leases(claims: list[_Claim], now: datetime) -> set[uuid.UUID]:
+    """Extends the leases of the claims still held; returns their deliveries' ids."""
+    lease = now + timedelta(seconds=timeout_seconds()) + LEASE_MARGIN
+    with transaction.atomic():
+        held = _still_held(claims)
+        Delivery.objects.filter(pk__in=held).update(lease_expires_at=lease)
+    return held
+
+
+def _still_held(claims: Iterable[_Claim]) -> set[uuid.UUID]:
+    """Which of the claims are still this worker's, locked until the transaction ends (the
+    sweeper takes back a claim whose lease ran out, and the receiver's deletion takes its
+    deliveries)."""
+    tokens = {claim.delivery.pk: claim.token for claim in claims}
+    rows = (Delivery.objects.select_for_update()
+            .filter(pk__in=list(tokens), status=DeliveryStatus.DELIVERING)
+            .order_by().values_list("pk", "claim_token"))
+    return {pk for pk, token in rows if tokens[pk] == token}
 
 
 def _receiver_active(delivery: Delivery) -> bool:
@@ -503,30 +629,67 @@ def _give_up(delivery: Delivery, *, token: uuid.UUID, now: datetime, reason: str
         last_error=reason, updated_at=now)
 
 
+# Every field an attempt's settlement may change (``_settlement``).
+_SETTLED_FIELDS = ("status", "last_status_code", "last_error", "lease_expires_at", "claim_token",
+                   "enqueued_at", "next_trigger", "updated_at", "delivered_at", "next_attempt_at",
+                   "last_attempt_at")
+
+
+def _write_settlements(deliveries: list[Delivery]) -> None:
+    """The settled fields of these (locked) deliveries: one UPDATE by primary key each, sent
+    with ``executemany``, which psycopg pipelines into one round trip. The ORM's
+    ``bulk_update`` builds a CASE per field and row, and compiling it cost ten times what the
+    deliveries' requests did (docs/performance.md, "Webhooks")."""
+    quote = connection.ops.quote_name
+    fields = [Delivery._meta.get_field(name) for name in _SETTLED_FIELDS]
+    pk = Delivery._meta.pk
+    sql = (f"UPDATE {quote(Delivery._meta.db_table)} SET "
+           + ", ".join(f"{quote(field.column)} = %s" for field in fields)
+           + f" WHERE {quote(pk.column)} = %s")
+    rows = [[field.get_db_prep_save(getattr(delivery, field.attname), connection)
+             for field in fields] + [pk.get_db_prep_save(delivery.pk, connection)]
+            for delivery in deliveries]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
 @transaction.atomic
-def _record(claim: _Claim, *, attempt_pk: uuid.UUID, outcome: transport.Outcome, now: datetime
-            ) -> DeliveryAttempt | None:
-    delivery = claim.delivery
-    changes = _settlement(delivery, number=claim.number,
-                          scheduled=claim.scheduled and not outcome.permanent,
-                          success=outcome.success, status_code=outcome.status_code,
-                          error=outcome.error, now=now)
-    # Only the holder of the claim may settle it (the UPDATE's condition is the check).
-    settled = Delivery.objects.filter(pk=delivery.pk, claim_token=claim.token,
-                                      status=DeliveryStatus.DELIVERING).update(**changes)
-    if settled != 1:
-        # The claim was taken back (lease overrun) or the receiver deleted meanwhile.
-        logger.warning("Webhook delivery %s: result of attempt %s dropped, the claim is gone",
-                       delivery.pk, claim.number)
-        return None
-    attempt = DeliveryAttempt.objects.create(
-        id=attempt_pk, delivery=delivery, number=claim.number, trigger=claim.trigger,
-        attempted_at=now, status_code=outcome.status_code, duration_ms=outcome.duration_ms,
-        success=outcome.success, error=outcome.error[:500], response_excerpt=outcome.excerpt,
-        remote_address=outcome.remote_address,
-    )
-    _after_settling(delivery, changes, success=outcome.success, error=outcome.error, now=now)
-    return attempt
+def _record_many(results: list[tuple[_Claim, uuid.UUID, transport.Outcome, datetime]]
+                 ) -> list[DeliveryAttempt]:
+    """Settles the deliveries of these results and writes their attempts, in one transaction:
+    one UPDATE for the deliveries and one INSERT for the attempts. Only the holder of a claim
+    settles it: a result whose claim was taken back meanwhile (its lease overran) or whose
+    delivery is gone is dropped."""
+    if not results:
+        return []
+    held = _still_held(claim for claim, *_ in results)
+    settled, attempts, after = [], [], []
+    for claim, attempt_pk, outcome, at in results:
+        delivery = claim.delivery
+        if delivery.pk not in held:
+            logger.warning("Webhook delivery %s: result of attempt %s dropped, the claim is gone",
+                           delivery.pk, claim.number)
+            continue
+        changes = _settlement(delivery, number=claim.number,
+                              scheduled=claim.scheduled and not outcome.permanent,
+                              success=outcome.success, status_code=outcome.status_code,
+                              error=outcome.error, now=at)
+        for field, value in {**changes, "last_attempt_at": at}.items():
+            setattr(delivery, field, value)
+        settled.append(delivery)
+        attempts.append(DeliveryAttempt(
+            id=attempt_pk, delivery=delivery, number=claim.number, trigger=claim.trigger,
+            attempted_at=at, status_code=outcome.status_code, duration_ms=outcome.duration_ms,
+            success=outcome.success, error=outcome.error[:500], response_excerpt=outcome.excerpt,
+            remote_address=outcome.remote_address))
+        after.append((delivery, changes, outcome))
+    if settled:
+        _write_settlements(settled)
+        DeliveryAttempt.objects.bulk_create(attempts)
+    for delivery, changes, outcome in after:
+        _after_settling(delivery, changes, success=outcome.success, error=outcome.error,
+                        now=changes["updated_at"])
+    return attempts
 
 
 def _settlement(delivery: Delivery, *, number: int, scheduled: bool, success: bool,
@@ -541,11 +704,10 @@ def _settlement(delivery: Delivery, *, number: int, scheduled: bool, success: bo
     if success:
         return {**changes, "status": DeliveryStatus.DELIVERED, "delivered_at": now,
                 "next_attempt_at": None}
-    delays = V1_RETRY_DELAYS if delivery.surface == Surface.V1 else LEGACY_RETRY_DELAYS
     # A manual try of a settled delivery is one more try, never the start of a schedule.
-    if scheduled and number <= len(delays):
-        return {**changes, "status": DeliveryStatus.WAITING_RETRY,
-                "next_attempt_at": now + delays[number - 1]}
+    later = SCHEDULES[delivery.surface].next_attempt_at(number, now) if scheduled else None
+    if later is not None:
+        return {**changes, "status": DeliveryStatus.WAITING_RETRY, "next_attempt_at": later}
     return {**changes, "status": DeliveryStatus.FAILED, "next_attempt_at": None}
 
 

@@ -5,12 +5,20 @@ from uuid import UUID
 
 from celery import shared_task
 
-from .services import deliveries_catch_up, deliveries_sweep, delivery_attempt
+from .services import deliveries_attempt, deliveries_catch_up, deliveries_sweep, delivery_attempt
+
+
+@shared_task(name="webhooks.deliver_many", ignore_result=True, acks_late=True)
+def deliver_many(delivery_ids: list[str]) -> int:
+    """One attempt of each due delivery of a batch (deliveries to one receiver, sent in order);
+    nothing for those not due or that another worker has. Returns how many were attempted."""
+    return len(deliveries_attempt(delivery_ids=[UUID(pk) for pk in delivery_ids]))
 
 
 @shared_task(name="webhooks.deliver", ignore_result=True, acks_late=True)
 def deliver(delivery_id: str) -> bool:
-    """One attempt of a due delivery; nothing when it is not due or another worker has it."""
+    """One attempt of a due delivery (the message of one delivery, as versions before batches
+    enqueued it: kept so that those still on the broker at an upgrade are delivered)."""
     return delivery_attempt(delivery_id=UUID(delivery_id)) is not None
 
 

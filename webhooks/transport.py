@@ -14,8 +14,11 @@ local development; both are off by default.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import http.client
 import ipaddress
+import itertools
+import os
 import socket
 import ssl
 import threading
@@ -195,30 +198,122 @@ class _PinnedConnection(http.client.HTTPConnection):
     def __init__(self, host: str, port: int, *, address: IPAddress, timeout: float,
                  tls_context: ssl.SSLContext | None):
         super().__init__(host, port, timeout=timeout)
-        self._address = address
+        self.address = address
         self._tls = tls_context
         # The Host header omits the port when it is the scheme's default.
         self.default_port = 443 if tls_context is not None else 80
         self.raw_socket: socket.socket | None = None
+        self.idle_since = 0.0
 
     def connect(self) -> None:
-        family = socket.AF_INET6 if self._address.version == 6 else socket.AF_INET
+        family = socket.AF_INET6 if self.address.version == 6 else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         self.raw_socket = sock
         sock.settimeout(self.timeout)
-        sock.connect((str(self._address), self.port))
+        sock.connect((str(self.address), self.port))
         peer = ipaddress.ip_address(sock.getpeername()[0].split("%", 1)[0])
-        if not allow_private() and not is_public(peer):
+        if not _allowed(peer):
             sock.close()
             raise TargetRefused(f"The host {self.host!r} {NOT_PUBLIC}", semantic=True)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = (self._tls.wrap_socket(sock, server_hostname=self.host)
                      if self._tls is not None else sock)
 
+    def set_deadline(self, seconds: float) -> None:
+        """The socket timeout of the next exchange (a kept connection's was its first's)."""
+        self.timeout = seconds
+        if self.sock is not None:
+            self.sock.settimeout(seconds)
+
+
+def _allowed(address: IPAddress) -> bool:
+    return allow_private() or is_public(address)
+
+
+_PoolKey = tuple[str, str, int, str]  # scheme, host name, port, the checked address
+
+
+class ConnectionPool:
+    """Kept-alive connections of one worker process, idle between attempts, shared by its
+    threads (each connection serves one exchange at a time: taken out, used, given back).
+
+    A connection is keyed by the URL's scheme, name and port *and the resolved address it was
+    opened to*. Every attempt still resolves the name and checks every address it gets (the rule
+    of ``public_addresses``), then takes a connection of the key with the checked address; a
+    name whose DNS answer changed leads to another key, hence a new connection whose peer is
+    checked at connect. A kept connection's address is checked again, under the rules of the
+    moment, before it is reused (a setting that no longer allows it closes it). Connections idle
+    longer than ``idle_seconds`` are closed rather than reused: receivers close idle keep-alive
+    connections after a few seconds (Node and Apache after 5), and one closed under our feet is
+    handled by ``post`` anyway.
+    """
+
+    def __init__(self, *, per_key: int = 16, total: int = 256, idle_seconds: float = 4.0):
+        self.per_key = per_key
+        self.total = total
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._idle: dict[_PoolKey, list[_PinnedConnection]] = {}
+        self._count = 0
+
+    def take(self, key: _PoolKey) -> _PinnedConnection | None:
+        """The most recently used idle connection of ``key`` that is still fresh, or None."""
+        stale: list[_PinnedConnection] = []
+        found = None
+        now = time.monotonic()
+        with self._lock:
+            kept = self._idle.get(key, [])
+            while kept and found is None:
+                conn = kept.pop()
+                self._count -= 1
+                if now - conn.idle_since < self.idle_seconds:
+                    found = conn
+                else:
+                    stale.append(conn)
+        for conn in stale:
+            conn.close()
+        return found
+
+    def give(self, key: _PoolKey, conn: _PinnedConnection) -> None:
+        """Keeps ``conn`` for the next attempt to ``key`` (or closes it when the pool is full)."""
+        conn.idle_since = time.monotonic()
+        with self._lock:
+            kept = self._idle.setdefault(key, [])
+            if len(kept) < self.per_key and self._count < self.total:
+                kept.append(conn)
+                self._count += 1
+                return
+        conn.close()
+
+    def clear(self) -> None:
+        """Closes every idle connection."""
+        with self._lock:
+            idle, self._idle, self._count = self._idle, {}, 0
+        for kept in idle.values():
+            for conn in kept:
+                conn.close()
+
+    def _forget(self) -> None:
+        # A forked child must not share its parent's sockets; the parent keeps and closes them.
+        self._lock = threading.Lock()
+        self._idle, self._count = {}, 0
+
+    def __len__(self) -> int:
+        return self._count
+
+
+connections = ConnectionPool()
+os.register_at_fork(after_in_child=connections._forget)
+
 
 @lru_cache(maxsize=1)
 def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
+
+
+# A kept connection the receiver had closed fails like this before any answer arrives.
+_CLOSED_UNDER_US = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError,
+                    http.client.RemoteDisconnected)
 
 
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> Outcome:
@@ -227,6 +322,11 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
     ``timeout`` bounds the whole exchange, from the name's resolution to the answer's status line
     and headers: a receiver that trickles bytes cannot hold a worker longer than that (a
     resolver that hangs is bounded by its own timeouts).
+
+    The connection is a kept one to the same checked address when there is one
+    (``ConnectionPool``). If a kept connection turns out closed by the receiver before any
+    answer came (the keep-alive race: it closed an idle connection as we reused it), the request
+    goes once more over a new connection, within the same attempt and deadline.
     """
     started = time.monotonic()
 
@@ -240,28 +340,77 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> O
     except TargetRefused as exc:
         return Outcome(None, elapsed_ms(), error=f"Refused: {exc.message}", permanent=exc.permanent)
 
-    path = _request_path(parts)
-    remaining = timeout - (time.monotonic() - started)  # resolution counts against the timeout
-    if remaining <= 0:
-        return Outcome(None, elapsed_ms(), error=_timeout_message(timeout))
-    conn = _PinnedConnection(parts.hostname, port, address=addresses[0], timeout=remaining,
-                             tls_context=_tls_context() if parts.scheme == "https" else None)
-    watchdog, timed_out = _start_watchdog(conn, remaining)
-    remote = str(addresses[0])
-    try:
+    address = addresses[0]
+    key: _PoolKey = (parts.scheme, parts.hostname, port, str(address))
+    kept = connections.take(key)
+    if kept is not None and not _allowed(kept.address):
+        kept.close()  # unreachable while the key holds the checked address; kept for safety
+        kept = None
+    exchange = _Exchange(parts, port, address, body, headers, started=started, timeout=timeout)
+    outcome, conn = exchange.run(kept)
+    if conn is None and kept is not None and exchange.closed_under_us:
+        outcome, conn = exchange.run(None)
+    if conn is not None:
+        connections.give(key, conn)
+    return outcome
+
+
+class _Exchange:
+    """One request and its answer's head over a given connection (or a new one)."""
+
+    def __init__(self, parts: SplitResult, port: int, address: IPAddress, body: bytes,
+                 headers: dict[str, str], *, started: float, timeout: float):
+        self.parts, self.port, self.address = parts, port, address
+        self.body, self.headers = body, headers
+        self.started, self.timeout = started, timeout
+        self.closed_under_us = False
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+    def run(self, kept: _PinnedConnection | None) -> tuple[Outcome, _PinnedConnection | None]:
+        """The outcome, and the connection when it may be kept for another exchange."""
+        remaining = self.timeout - (time.monotonic() - self.started)
+        if remaining <= 0:  # resolution counts against the timeout
+            if kept is not None:
+                kept.close()
+            return Outcome(None, self.elapsed_ms(), error=_timeout_message(self.timeout)), None
+        conn = kept or _PinnedConnection(
+            self.parts.hostname, self.port, address=self.address, timeout=remaining,
+            tls_context=_tls_context() if self.parts.scheme == "https" else None)
+        conn.set_deadline(remaining)
+        watchdog = _Watchdog(conn, remaining)
+        keep = False
         try:
-            conn.request("POST", path, body=body, headers=headers)
+            outcome, keep = self._over(conn, watchdog, reused=kept is not None)
+        finally:
+            watchdog.cancel()
+            if not keep:
+                conn.close()
+        return outcome, conn if keep else None
+
+    def _over(self, conn: _PinnedConnection, watchdog: _Watchdog, *, reused: bool
+              ) -> tuple[Outcome, bool]:
+        """The exchange over ``conn``, and whether the connection may be kept."""
+        remote, timed_out = str(self.address), watchdog.timed_out
+        try:
+            conn.request("POST", _request_path(self.parts), body=self.body, headers=self.headers)
             response = conn.getresponse()
         except (TargetRefused, OSError, http.client.HTTPException) as exc:
-            return Outcome(None, elapsed_ms(), error=_failure(exc, timeout=timeout, timed_out=timed_out),
-                           remote_address=remote,
-                           permanent=isinstance(exc, TargetRefused) and exc.permanent)
+            self.closed_under_us = (reused and isinstance(exc, _CLOSED_UNDER_US)
+                                    and not timed_out.is_set())
+            error = _failure(exc, timeout=self.timeout, timed_out=timed_out)
+            return Outcome(None, self.elapsed_ms(), error=error, remote_address=remote,
+                           permanent=isinstance(exc, TargetRefused) and exc.permanent), False
         if timed_out.is_set():
-            return Outcome(None, elapsed_ms(), error=_timeout_message(timeout), remote_address=remote)
-        return _answered(response, duration=elapsed_ms(), remote=remote)
-    finally:
+            return Outcome(None, self.elapsed_ms(), error=_timeout_message(self.timeout),
+                           remote_address=remote), False
+        outcome = _answered(response, duration=self.elapsed_ms(), remote=remote)
         watchdog.cancel()
-        conn.close()
+        # Kept only when the answer was read whole, the receiver keeps the connection open, and
+        # the deadline did not strike meanwhile (it cannot strike after ``cancel``).
+        return outcome, (response.isclosed() and not response.will_close
+                         and not timed_out.is_set())
 
 
 def _request_path(parts: SplitResult) -> str:
@@ -271,24 +420,85 @@ def _request_path(parts: SplitResult) -> str:
     return path
 
 
-def _start_watchdog(conn: _PinnedConnection, seconds: float) -> tuple[threading.Timer, threading.Event]:
-    """A timer that ends the exchange after ``seconds`` (the deadline is the whole exchange's,
-    not one read's), and the event that says it did."""
-    timed_out = threading.Event()
+class _Deadlines:
+    """One thread per process that ends the exchanges whose deadline passed: a timer thread
+    started for every request would cost more than the request itself on a kept connection.
 
-    def abort() -> None:
+    An action runs under the lock, so once ``cancel`` returns it has either run whole or will
+    never run: a connection given back to the pool is never shut down by a late deadline.
+    """
+
+    def __init__(self) -> None:
+        self._forget()
+
+    def _forget(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, list]] = []
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, seconds: float, action) -> list:
+        """Runs ``action`` in ``seconds`` unless cancelled; returns the handle for ``cancel``."""
+        entry = [action]
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            earliest = not self._heap or deadline < self._heap[0][0]
+            heapq.heappush(self._heap, (deadline, next(self._seq), entry))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="webhook-deadlines",
+                                                daemon=True)
+                self._thread.start()
+            elif earliest:
+                self._cond.notify()
+        return entry
+
+    def cancel(self, entry: list) -> None:
+        with self._cond:
+            entry[0] = None
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][2][0] is None:
+                    heapq.heappop(self._heap)  # cancelled
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, _, entry = self._heap[0]
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+                action, entry[0] = entry[0], None
+                with contextlib.suppress(Exception):
+                    action()
+
+
+_deadlines = _Deadlines()
+os.register_at_fork(after_in_child=_deadlines._forget)
+
+
+class _Watchdog:
+    """Ends one exchange after ``seconds`` (the deadline is the whole exchange's, not one
+    read's); ``timed_out`` says it did."""
+
+    def __init__(self, conn: _PinnedConnection, seconds: float):
+        self.conn = conn
+        self.timed_out = threading.Event()
+        self._entry = _deadlines.add(seconds, self._abort)
+
+    def _abort(self) -> None:
         # Wakes a worker blocked in connect/recv.
-        timed_out.set()
+        self.timed_out.set()
         # After the TLS handshake the raw socket is detached into conn.sock.
-        sock = conn.sock or conn.raw_socket
+        sock = self.conn.sock or self.conn.raw_socket
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
-    watchdog = threading.Timer(seconds, abort)
-    watchdog.daemon = True
-    watchdog.start()
-    return watchdog, timed_out
+    def cancel(self) -> None:
+        _deadlines.cancel(self._entry)
 
 
 def _failure(exc: Exception, *, timeout: float, timed_out: threading.Event) -> str:

@@ -143,5 +143,8 @@ class RateLimitMixin:
                     response.streaming_content = concurrency.guard_stream(
                         slot, response.streaming_content)
                 else:
-                    slot.release()
+                    # Held until the answer is sent: released by ``response.close()``, which
+                    # the server calls after the last byte, so the Redis round trip is not
+                    # part of the client's wait.
+                    response._resource_closers.append(slot.release)
         return response

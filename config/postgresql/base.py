@@ -18,9 +18,11 @@ Django turns these errors into ``django.db.OperationalError``, which both surfac
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 from django.conf import settings
 from django.db.backends.postgresql import base
@@ -32,6 +34,10 @@ from core.breaker import Breaker
 COOLDOWN_SECONDS = 1.0
 # A direct connection that succeeded answers for the other waiting threads this long.
 REACHABLE_FOR_SECONDS = 1.0
+
+# A caller that would rather not wait DB_POOL_TIMEOUT_SECONDS for a busy pool sets its own bound
+# (``pool_wait_at_most``): /api/health, whose answer must come quickly.
+_pool_wait: ContextVar[float | None] = ContextVar("pool_wait", default=None)
 
 _breakers: dict[str, Breaker] = {}
 _probes: dict[str, _Probe] = {}
@@ -70,6 +76,18 @@ def _shared(settings_dict: dict) -> tuple[Breaker, _Probe]:
         return _breakers[server], _probes[server]
 
 
+@contextlib.contextmanager
+def pool_wait_at_most(seconds: float) -> Iterator[None]:
+    """Within the block, a connection taken from a busy pool is waited for about ``seconds``
+    (whole slices of the pool's timeout, at least one) instead of DB_POOL_TIMEOUT_SECONDS; then
+    ``PoolTimeout`` (as ``django.db.OperationalError``), as it is after the usual wait."""
+    token = _pool_wait.set(seconds)
+    try:
+        yield
+    finally:
+        _pool_wait.reset(token)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     def get_new_connection(self, conn_params):
         breaker, probe = _shared(self.settings_dict)
@@ -92,7 +110,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _wait_for_connection(self, conn_params, breaker: Breaker, probe: _Probe):
         if not self.settings_dict["OPTIONS"].get("pool"):
             return super().get_new_connection(conn_params)  # bounded by connect_timeout
-        deadline = time.monotonic() + settings.DB_POOL_TIMEOUT_SECONDS
+        wait = _pool_wait.get()
+        deadline = time.monotonic() + (settings.DB_POOL_TIMEOUT_SECONDS if wait is None else wait)
         while True:
             try:
                 return super().get_new_connection(conn_params)

@@ -74,6 +74,9 @@ INSTALLED_APPS = [
     "widget",
     "dashboard",
     "calendars",
+    # Optional TOTP two-factor sign-in for the staff (docs/dashboard.md, "Accounts").
+    "django_otp",
+    "django_otp.plugins.otp_totp",
 ]
 
 MIDDLEWARE = [
@@ -281,6 +284,26 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
 LOGIN_URL = "/admin/login/"
+
+# Passwords the staff choose (accepting an invitation, a reset, My profile): Django's checks.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+
+def _totp_issuer(device) -> str:
+    """What an authenticator app names the entry: the tenant (django-otp's OTP_TOTP_ISSUER)."""
+    return device.user.tenant.name if device.user.tenant_id else "Sales Agent"
+
+
+OTP_TOTP_ISSUER = _totp_issuer
+# The admin lists the staff's devices (an operator deletes a lost one) without their keys.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
+# How long a password-reset link works (Django's default is three days).
+PASSWORD_RESET_TIMEOUT = 60 * 60 * 2
 
 from .api import *  # noqa: E402,F403
 from .csp import *  # noqa: E402,F403

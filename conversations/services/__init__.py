@@ -7,7 +7,8 @@
 - ``drivers``: the async drivers of a turn, whole or streamed;
 - ``messages``: appending a message;
 - ``meetings``: rescheduling and cancelling a booked meeting;
-- ``emails``: the emails events call for, their sending and retries.
+- ``emails``: the emails events call for, their sending and retries;
+- ``team``: the team's changes that reach conversations and email (invitations, deactivation).
 
 Services save their rows and emit events (``conversations.events``); what follows from an event
 (counts, analytics, webhooks, live pushes) is its subscribers' work.

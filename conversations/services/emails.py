@@ -86,6 +86,12 @@ def emails_for_event(event: Event) -> None:
     if not email_enabled():
         return
     rendered = _handoff(event) if event.type in _HANDOFF_EVENTS else _meeting(event)
+    emails_queue(event, rendered)
+
+
+def emails_queue(event: Event, rendered: list[mail.Rendered]) -> None:
+    """Writes the rows of the emails ``event`` calls for (once each) and enqueues them after
+    the commit. Inside the event's transaction."""
     rows = [_row(event, r) for r in rendered]
     if not rows:
         return

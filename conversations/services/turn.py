@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +24,7 @@ from django.utils import timezone
 from core.errors import NotFound
 from core.languages import detect_language
 from core.models import EventType
+from core.sql import commit_without_waiting_for_the_disk
 from core.timestamps import stored_timestamp
 from knowledge.retrieval import retrieve
 from leads.models import Lead
@@ -97,6 +98,9 @@ class OpenedTurn:
     ctx: TurnContext
     view: scheduling.SlotView  # the visitor's time zone and language, for the slots' labels
     chosen_slot: str | None = None  # the slot token of the request's ``metadata.slot``
+    # What the agent's earlier replies asked for (``_asked``), when the history read covered
+    # every earlier message; None: ``turn_apply`` reads it.
+    asked: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,9 @@ class SessionNotFound(NotFound):
 
 @transaction.atomic
 def turn_open(inp: TurnInput) -> OpenedTurn:
+    # turn_close's commit follows before the client is answered, and flushes this one with it;
+    # a stream shows nothing the visitor could rely on before it either.
+    commit_without_waiting_for_the_disk()
     now = timezone.now()
     inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now)
@@ -127,12 +134,14 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
     silent = conversation.status == ConversationStatus.HANDED_OFF
     language = (inp.language or detect_language(inp.message) or conversation.language or "en")
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
+    earlier = _earlier_messages(conversation, message)
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
                       user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
                       reply_id=uuid.uuid4(), silent=silent,
-                      ctx=_context(inp, conversation, message, silent=silent, view=view),
-                      view=view, chosen_slot=chosen_slot)
+                      ctx=_context(inp, conversation, earlier, silent=silent, view=view),
+                      view=view, chosen_slot=chosen_slot,
+                      asked=(_asked_in(earlier) if len(earlier) == message.sequence else None))
 
 
 def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
@@ -185,12 +194,20 @@ def _metadata(inp: TurnInput) -> dict[str, Any]:
             **inp.metadata}
 
 
-def _context(inp: TurnInput, conversation: Conversation, message: Message, *,
+class _Earlier(NamedTuple):
+    """An earlier message of the conversation, as much of it as a turn reads."""
+
+    role: str
+    content: str
+    turn: dict[str, Any]
+
+
+def _context(inp: TurnInput, conversation: Conversation, earlier: list[_Earlier], *,
              silent: bool, view: scheduling.SlotView) -> TurnContext:
     return TurnContext(
         tenant_name=inp.tenant.name,
         message=inp.message,
-        history=_history(conversation, message),
+        history=[HistoryMessage(role=m.role, content=m.content) for m in earlier],
         language=view.language,
         # A person has a silent conversation: the agent neither answers nor offers anything.
         passages=[] if silent else retrieve(tenant=inp.tenant, livemode=inp.livemode,
@@ -213,11 +230,15 @@ def _facts(tenant: Tenant) -> TenantFacts:
                        business_hours=tenant.business_hours, booking_url=tenant.booking_url)
 
 
-def _history(conversation: Conversation, message: Message) -> list[HistoryMessage]:
-    """The messages before ``message``, oldest first, at most ``HISTORY_LIMIT``."""
-    recent = (conversation.messages.exclude(pk=message.pk)
-              .order_by("-sequence")[:HISTORY_LIMIT])
-    return [HistoryMessage(role=m.role, content=m.content) for m in reversed(recent)]
+def _earlier_messages(conversation: Conversation, message: Message) -> list[_Earlier]:
+    """The messages before ``message``, oldest first, at most ``HISTORY_LIMIT``: the history,
+    and in a conversation no longer than that, every reply's ``turn`` too."""
+    if message.sequence == 0:
+        return []  # a new conversation: nothing to read
+    recent = (Message.objects.filter(conversation_id=conversation.pk,
+                                     sequence__lt=message.sequence)
+              .order_by("-sequence").values_list("role", "content", "turn")[:HISTORY_LIMIT])
+    return [_Earlier(*row) for row in reversed(recent)]
 
 
 def _lead_snapshot(lead: Lead | None) -> LeadSnapshot | None:
@@ -305,6 +326,11 @@ def _apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
     _hand_off_if_asked(turn)
     _follow_up(turn)
     conversation.save()
+    if not (turn.plan.booked_slot or turn.plan.handoff):
+        # turn_close's commit follows and flushes this one. A booking or a handoff enqueues
+        # emails and calendar writes when this commits, which must not leave before it is on
+        # disk: those wait for it.
+        commit_without_waiting_for_the_disk()
     return turn.plan
 
 
@@ -328,9 +354,15 @@ def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) ->
     return _Turn(conversation=conversation, analysis=analysis, contact=contact,
                  seen=set(conversation.signals) | set(analysis.signals) | set(reading.signals),
                  slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
-                 asked=_asked(conversation),
+                 asked=_asked_before(conversation, opened),
                  offered_contact=bool(told.as_dict() or reading.contact.as_dict()),
                  view=opened.view)
+
+
+def _asked_before(conversation: Conversation, opened: OpenedTurn) -> set[str]:
+    """What the agent asked for before: as ``turn_open`` found it in the history when that held
+    the whole conversation, else read."""
+    return set(opened.asked) if opened.asked is not None else _asked(conversation)
 
 
 def _asked(conversation: Conversation) -> set[str]:
@@ -339,6 +371,13 @@ def _asked(conversation: Conversation) -> set[str]:
     replies' words."""
     turns = conversation.messages.filter(role=Role.ASSISTANT, turn__has_key="asked")
     return {turn["asked"] for turn in turns.values_list("turn", flat=True)}
+
+
+def _asked_in(messages: list[_Earlier]) -> frozenset[str]:
+    """``_asked`` of the conversation whose earlier messages are all in ``messages``, read
+    without a query (``turn_open`` read them for the history)."""
+    return frozenset(m.turn["asked"] for m in messages
+                     if m.role == Role.ASSISTANT and isinstance(m.turn, dict) and "asked" in m.turn)
 
 
 def _meeting(turn: _Turn, lead: Lead | None) -> None:

@@ -1,7 +1,7 @@
 """Presence and availability (docs/dashboard.md, "Availability and routing"): the person's own
 live stream (every dashboard page holds one: handoffs given to them, their status), the status
-they choose in the header, the activity their pages report, and their availability page (time
-zone, working hours, capacity)."""
+they choose in the header, the activity their pages report, and the form of their availability
+(time zone, working hours, capacity), a section of My profile (``account.profile_availability``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from conversations import live
@@ -130,37 +130,16 @@ class AvailabilityForm(forms.Form):
                                   help_text="The most open handoffs assigned to me at once.")
 
 
-def _initial(user, tenant) -> dict:
+def availability_initial(user, tenant) -> dict:
+    """The availability form as saved: the person's own hours, else the tenant's."""
     hours = user.working_hours or tenant_hours(tenant)
     return {"timezone": user.timezone, "own_hours": bool(user.working_hours),
             "days": hours["days"], "start_hour": hours["start_hour"],
             "end_hour": hours["end_hour"], "capacity": user.capacity}
 
 
-@dashboard_view()
-def availability_page(request: HttpRequest) -> HttpResponse:
-    """My availability: time zone, working hours (the team's unless I set my own), capacity."""
-    actor = request.actor
-    user = actor.user
-    if user is None:
-        messages.error(request, "Signed in with the admin token: sign in as a person to set "
-                                "your availability.")
-        return redirect("dashboard:home")
-    status = 200
-    if request.method == "POST":
-        form = AvailabilityForm(request.POST)
-        if form.is_valid() and _save(request, form, user):
-            return redirect("dashboard:availability")
-        status = 400
-    else:
-        form = AvailabilityForm(initial=_initial(user, actor.tenant))
-    return render(request, "dashboard/availability.html", {
-        "availability_form": form, "user": user, "tenant_hours": tenant_hours(actor.tenant),
-        "tenant_timezone": actor.tenant.meeting_timezone, "day_names": dict(DAYS),
-        "section": "availability"}, status=status)
-
-
-def _save(request: HttpRequest, form: AvailabilityForm, user) -> bool:
+def availability_save(request: HttpRequest, form: AvailabilityForm, user) -> bool:
+    """Saves a valid form through the services; False (the reasons on the form) if refused."""
     data = form.cleaned_data
     hours = ({"days": data["days"], "start_hour": data["start_hour"],
               "end_hour": data["end_hour"]} if data["own_hours"] else None)

@@ -1,19 +1,36 @@
-"""Signing in and out, and switching between live and test data."""
+"""Signing in and out, and switching between live and test data.
+
+Sign-in attempts are rate-limited (docs/dashboard.md, "Accounts"): every attempt, right or
+wrong, counts against its client address and, for the staff form and the code step, against the
+account it names (``SIGN_IN_LIMITS``); past either budget the page answers 429 with
+``Retry-After`` and says when to try again, and nothing is checked. A person with two-factor
+sign-in gives their password, then a code (``login_code``), and is signed in only then."""
 
 from __future__ import annotations
 
+import time
+
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import logout
+from django.contrib.auth import login, logout
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from core.errors import ServiceError
+from tenants import selectors as tenant_selectors
+from tenants import two_factor
+
 from ..auth import MODE_SESSION_KEY, dashboard_view, sign_in_with_token
+from ..limits import refused_page, sign_in_refused
 from .common import safe_next
+
+PENDING_SESSION_KEY = "dashboard_two_factor_pending"  # {"u": user id, "at": epoch s, "next"}
+PENDING_TTL = 300  # seconds between the password and the code
 
 
 class StaffAuthenticationForm(AuthenticationForm):
@@ -56,9 +73,76 @@ class DashboardLoginView(LoginView):
         context.setdefault("token_form", TokenForm())
         return context
 
+    def post(self, request, *args, **kwargs):
+        account = (request.POST.get("username") or "").strip().lower()
+        refusal = sign_in_refused(request, account=account)
+        if refusal is not None:
+            form = self.get_form_class()(request)
+            return refused_page(request, "dashboard/login.html", refusal, {
+                "form": form, "token_form": TokenForm(), "next": request.POST.get("next", "")})
+        return super().post(request, *args, **kwargs)
+
+    def form_valid(self, form):
+        user = form.get_user()
+        if two_factor.totp_device(user=user) is None:
+            return super().form_valid(form)
+        # The password was right: the code comes next, and only then is the person signed in.
+        self.request.session.cycle_key()
+        self.request.session[PENDING_SESSION_KEY] = {
+            "u": str(user.pk), "at": time.time(), "next": self.get_success_url(),
+            "b": user.backend}
+        return redirect("dashboard:login-code")
+
+
+class CodeForm(forms.Form):
+    code = forms.CharField(label="Code from your app", max_length=12, widget=forms.TextInput(
+        attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "autofocus": True,
+               "pattern": "[0-9 ]*"}))
+
+
+def _pending(request: HttpRequest):
+    pending = request.session.get(PENDING_SESSION_KEY)
+    if not isinstance(pending, dict) or time.time() - pending.get("at", 0) > PENDING_TTL:
+        return None, None
+    user = tenant_selectors.staff_member_by_id(user_id=pending.get("u"))
+    return (pending, user) if user is not None else (None, None)
+
+
+@never_cache
+def login_code(request: HttpRequest) -> HttpResponse:
+    """The second step of a sign-in with two-factor: the code of the person's app."""
+    pending, user = _pending(request)
+    if user is None:
+        request.session.pop(PENDING_SESSION_KEY, None)
+        messages.error(request, "Sign in again: the code was not typed within five minutes.")
+        return redirect("dashboard:login")
+    form = CodeForm(request.POST if request.method == "POST" else None)
+    if request.method != "POST":
+        return render(request, "dashboard/login_code.html", {"form": form})
+    refusal = sign_in_refused(request, account=user.username)
+    if refusal is not None:
+        return refused_page(request, "dashboard/login_code.html", refusal, {"form": CodeForm()})
+    if form.is_valid():
+        try:
+            device = two_factor.totp_verify(user=user, code=form.cleaned_data["code"])
+        except ServiceError as exc:
+            form.add_error("code", exc.message)
+        else:
+            del request.session[PENDING_SESSION_KEY]
+            user.otp_device = device  # django-otp marks the session verified at login
+            login(request, user, backend=pending["b"])
+            return redirect(safe_next(request, pending.get("next") or reverse("dashboard:home")))
+    form.fields["code"].widget.attrs["aria-invalid"] = "true"
+    return render(request, "dashboard/login_code.html", {"form": form}, status=400)
+
 
 @require_POST
 def token_login(request: HttpRequest) -> HttpResponse:
+    refusal = sign_in_refused(request, account=None)
+    if refusal is not None:
+        return refused_page(request, "dashboard/login.html", refusal, {
+            "form": StaffAuthenticationForm(request), "token_form": TokenForm(),
+            "next": request.POST.get("next", "")})
     form = TokenForm(request.POST)
     if form.is_valid() and sign_in_with_token(request, form.cleaned_data["token"]):
         messages.success(request, "Signed in with the admin token.")

@@ -119,7 +119,7 @@ class LegacyLeadViewSet(LegacyViewSet):
         query = parse_query(request, LegacyLeadListQuery)
         if query.get("q"):
             page = selectors.lead_search(
-                leads=self.get_queryset(), q=query["q"], fields=selectors.LEGACY_SEARCH_FIELDS,
+                **self.owner(), q=query["q"], fields=selectors.LEGACY_SEARCH_FIELDS,
                 order_by=("-created_at", "-id"), columns=presenters.COLUMNS,
                 page=query["page"], limit=query["limit"],
             )

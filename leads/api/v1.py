@@ -193,7 +193,7 @@ class LeadViewSet(V1ViewSet):
     )
     def search(self, request):
         query = parse_query(request, LeadSearchQuery)
-        page = selectors.lead_search(leads=self.get_queryset(), q=query["q"],
+        page = selectors.lead_search(**self.owner(), q=query["q"],
                                      status=query.get("status"), page=query["page"],
                                      limit=query["limit"])
         data = [presenters.v1_search_result(row, match_field=row["match_field"])

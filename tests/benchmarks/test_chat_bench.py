@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -24,6 +25,10 @@ from tests.live import daphne, manage, scratch_database
 from tests.loop_client import LoopClient
 
 TURNS = 200
+WARMUP_TURNS = 24  # not timed: the first requests of a process compile and cache
+# The aim (issue 20): the builtin agent's turn, own time, p95 under 25 ms. Held through the real
+# server by test_chat_turn_bench.py; here, in-process, a diagnostic.
+P95_AIM_MS = 25.0
 
 
 @pytest.fixture(autouse=True)
@@ -61,16 +66,21 @@ def test_own_time_per_turn_builtin(api, kit):
     samples = []
     messages = ["Hi", "How much does it cost?", "We need it this quarter", "I'm the CTO",
                 "Can we book a demo?", "What integrations do you have?"]
-    for i in range(TURNS):
+    for i in range(WARMUP_TURNS + TURNS):
         body = {"message": messages[i % len(messages)], "visitorId": f"bench-{i // 6}"}
         if session and i % 6:
             body["sessionId"] = session
         started = time.perf_counter()
         r = api.post("/api/v1/chat", json=body, headers=kit.auth("write"))
-        samples.append(time.perf_counter() - started)
+        if i >= WARMUP_TURNS:
+            samples.append(time.perf_counter() - started)
         assert r.status_code == 200
         session = r.json()["sessionId"]
-    _report("chat turn, builtin agent (in-process ASGI)", samples)
+    load = os.getloadavg()[0]
+    figures = _report(f"chat turn, builtin agent (in-process ASGI), load average {load:.2f}",
+                      samples)
+    # A diagnostic: the aim is held through the real server (test_chat_turn_bench.py).
+    print(f"p95 against the aim of {P95_AIM_MS:.0f} ms: {figures['p95_ms']:.1f} ms")
 
 
 def test_own_time_per_turn_openai_fake(api, kit, settings):

@@ -1,7 +1,12 @@
 """Webhook speed (``make bench``, docs/performance.md "Webhooks"), on PostgreSQL + Redis with real
 Celery workers delivering to a receiver on 127.0.0.1 that answers 200 at once:
 
-- throughput: deliveries per second, from enqueueing a backlog to the last attempt recorded;
+- throughput: deliveries per second, from enqueueing a backlog to the last attempt recorded,
+  against its baseline, a drain of as many no-op Celery tasks by the same workers (same pool,
+  concurrency, processes and prefetch), the two interleaved round by round (A B, B A, ...) by
+  the harness (tests/benchmarks/harness.py). The aim, asserted with the harness's tolerance:
+  deliveries per second at least ``AIM`` times no-op tasks per second (the ratio of the
+  medians);
 - latency: the time from an event's commit to its first attempt reaching the receiver.
 
 Skipped without PostgreSQL and Redis (the workers must share the test database and a broker).
@@ -19,16 +24,18 @@ import time
 import uuid
 
 import pytest
+import redis
 from django.db import connection
 from django.utils import timezone
 
-from core import events
+from core import broker, events
 from core.models import Event
+from tests.benchmarks import harness, webhook_noop
 from tests.factories import make_lead, make_tenant
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.live import ROOT, environment
 from webhooks import services
-from webhooks.models import Delivery, Surface
+from webhooks.models import Delivery, DeliveryAttempt, Surface
 
 pytestmark = [
     pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL (the broker)"),
@@ -43,6 +50,15 @@ EVENTS = int(os.environ.get("BENCH_WEBHOOK_EVENTS", "200"))
 POOL = os.environ.get("BENCH_WEBHOOK_POOL", "threads")
 CONCURRENCY = int(os.environ.get("BENCH_WEBHOOK_CONCURRENCY", "8"))
 PROCESSES = int(os.environ.get("BENCH_WEBHOOK_PROCESSES", "2"))
+ROUNDS = int(os.environ.get("BENCH_WEBHOOK_ROUNDS", "6"))
+# Deliveries per message (services.BATCH_SIZE); 1 shows what kept connections and the bulk
+# record give alone, with one message per delivery as the no-op drain has.
+BATCH = int(os.environ.get("BENCH_WEBHOOK_BATCH", str(services.BATCH_SIZE)))
+# Delivery throughput against a no-op Celery drain with the same workers (issue 20).
+AIM = 0.5
+TABLE = harness.table("webhooks", [
+    "measure", "deliveries/s, median", "no-op tasks/s, median", "ratio of medians (IQR of rounds)",
+    "worker CPU per delivery", "commit → first attempt, median / p95"])
 
 
 def _percentile(ordered: list[float], share: float) -> float:
@@ -71,6 +87,7 @@ def workers(tmp_path, local):
         procs.append((subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
              f"--pool={POOL}", f"--concurrency={CONCURRENCY}", "--without-gossip",
+             "-I", "tests.benchmarks.webhook_noop",
              "--without-mingle", "-n", f"bench{n}-{os.getpid()}@%h"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log))
     try:
@@ -117,7 +134,53 @@ def _lead_facts(email: str) -> dict:
             "last_active_at": at, "created_at": at, "updated_at": at}
 
 
-def test_webhook_throughput_and_commit_to_first_attempt(workers):
+def _delivery_drain(kit, sub, receiver, pids: list[int]) -> tuple[float, float]:
+    """Deliveries per second and worker CPU ms per delivery for a backlog enqueued at once,
+    from the start of enqueueing to the last attempt recorded."""
+    now = timezone.now()
+    backlog_events = Event.objects.bulk_create([
+        Event(tenant=kit.tenant, livemode=True, type="lead.created", description="bench",
+              facts={"lead": _lead_facts(f"b{i}@example.com")}, occurred_at=now)
+        for i in range(BACKLOG)])
+    rows = Delivery.objects.bulk_create([
+        Delivery(tenant=kit.tenant, livemode=True, surface=Surface.V1, event=e,
+                 subscription=sub, next_attempt_at=now, enqueued_at=now)
+        for e in backlog_events])
+    ids = [row.pk for row in rows]
+    before = len(receiver.received)
+    time.sleep(0.5)  # let the machine settle after the inserts
+    cpu_before = _cpu_seconds(pids)
+    started = time.monotonic()
+    services.enqueue(ids)
+    receiver.wait_for(before + BACKLOG, timeout=600)
+    deadline = time.monotonic() + 120
+    while Delivery.objects.filter(pk__in=ids, status="delivered").count() < BACKLOG:
+        assert time.monotonic() < deadline, "deliveries not all recorded"
+        time.sleep(0.01)
+    elapsed = time.monotonic() - started
+    assert DeliveryAttempt.objects.filter(delivery_id__in=ids).count() == BACKLOG
+    return BACKLOG / elapsed, (_cpu_seconds(pids) - cpu_before) / BACKLOG * 1000
+
+
+def _noop_drain() -> float:
+    """No-op tasks per second for a backlog published at once, as ``services.enqueue``
+    publishes (``core.broker.publish``), until the broker holds none of them, neither waiting
+    nor unacknowledged (the tasks are acked late, after they ran)."""
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    time.sleep(0.5)
+    started = time.monotonic()
+    assert broker.publish(webhook_noop.noop, [str(i) for i in range(BACKLOG)])
+    deadline = started + 600
+    while client.llen("celery") or client.hlen("unacked"):
+        assert time.monotonic() < deadline, "no-op tasks not all drained"
+        time.sleep(0.002)
+    elapsed = time.monotonic() - started
+    client.close()
+    return BACKLOG / elapsed
+
+
+def test_webhook_throughput_and_commit_to_first_attempt(workers, settings, monkeypatch):
+    monkeypatch.setattr(services, "BATCH_SIZE", BATCH)
     receiver = WebhookReceiver()
     try:
         kit = make_tenant("Bench Inc")
@@ -148,43 +211,43 @@ def test_webhook_throughput_and_commit_to_first_attempt(workers):
         median_ms = statistics.median(latencies) * 1000
         p95_ms = _percentile(latencies, 0.95) * 1000
 
-        # --- throughput: a backlog of deliveries enqueued at once -------------------------
-        now = timezone.now()
-        backlog_events = Event.objects.bulk_create([
-            Event(tenant=kit.tenant, livemode=True, type="lead.created", description="bench",
-                  facts={"lead": _lead_facts(f"b{i}@example.com")},
-                  occurred_at=now)
-            for i in range(BACKLOG)])
+        # --- throughput: deliveries against no-op tasks, interleaved round by round ---------
         sub = kit.tenant.webhook_subscriptions.get()
-        rows = Delivery.objects.bulk_create([
-            Delivery(tenant=kit.tenant, livemode=True, surface=Surface.V1, event=e,
-                     subscription=sub, next_attempt_at=now, enqueued_at=now)
-            for e in backlog_events])
-        ids = [row.pk for row in rows]
-        before = len(receiver.received)
         pids = [proc.pid for proc, _ in workers]
-        cpu_before = _cpu_seconds(pids)
-        started = time.monotonic()
-        services.enqueue(ids)
-        enqueued_s = time.monotonic() - started
-        receiver.wait_for(before + BACKLOG, timeout=600)
-        deadline = time.monotonic() + 120
-        while Delivery.objects.filter(pk__in=ids, status="delivered").count() < BACKLOG:
-            assert time.monotonic() < deadline, "deliveries not all recorded"
-            time.sleep(0.05)
-        elapsed = time.monotonic() - started
-        rate = BACKLOG / elapsed
-        cpu_ms = (_cpu_seconds(pids) - cpu_before) / BACKLOG * 1000
+        cpu_ms: list[float] = []
 
-        print(f"\nwebhooks: {PROCESSES} worker processes x {CONCURRENCY} ({POOL} pool)")
+        def deliveries() -> float:
+            rate, cpu = _delivery_drain(kit, sub, receiver, pids)
+            cpu_ms.append(cpu)
+            return rate
+
+        result = harness.interleave(deliveries, _noop_drain, rounds=ROUNDS, warmup=1)
+        q1, q3 = result.iqr
+        cpu = statistics.median(cpu_ms[1:])  # the warm-up round left out
+
+        print(f"\nwebhooks: {PROCESSES} worker processes x {CONCURRENCY} ({POOL} pool), "
+              f"prefetch multiplier {settings.CELERY_WORKER_PREFETCH_MULTIPLIER}")
         print(f"  commit -> first attempt over {EVENTS} events: median {median_ms:.1f} ms, "
               f"p95 {p95_ms:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
-        print(f"  throughput: {BACKLOG} deliveries in {elapsed:.2f} s = {rate:.0f}/s "
-              f"(enqueueing took {enqueued_s:.2f} s)")
-        print(f"  worker CPU per delivery: {cpu_ms:.1f} ms; machine load average "
+        print(f"  {ROUNDS} rounds of {BACKLOG} each, interleaved (A B, B A, ...), up to {BATCH} "
+              "deliveries per message:")
+        print("  deliveries/s: " + ", ".join(f"{r:.0f}" for r in result.service.values))
+        print("  no-op tasks/s: " + ", ".join(f"{r:.0f}" for r in result.baseline.values))
+        print(f"  median: {result.service.median:.0f} deliveries/s against "
+              f"{result.baseline.median:.0f} no-op tasks/s = {result.ratio:.2f}x "
+              f"(per-round ratios {min(result.round_ratios):.2f}-{max(result.round_ratios):.2f}, "
+              f"IQR {q1:.2f}-{q3:.2f})")
+        print(f"  worker CPU per delivery: {cpu:.2f} ms; machine load average "
               f"{os.getloadavg()[0]:.1f}")
+        TABLE.rows.append([
+            f"{BACKLOG:,} deliveries, {BATCH} per message; {PROCESSES} × {CONCURRENCY} {POOL}",
+            f"{result.service.median:,.0f}", f"{result.baseline.median:,.0f}",
+            harness.ratio_cell(result), f"{cpu:.2f} ms",
+            f"{harness.ms(median_ms)} / {harness.ms(p95_ms)} ms"])
         assert median_ms < 1000
         assert len({r.headers["x-service-delivery"] for r in receiver.received}) == len(
             receiver.received)
+        harness.check("webhooks", "Delivery throughput / no-op Celery drain", result.ratio, AIM,
+                      at_most=False)
     finally:
         receiver.close()

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from django.core.signals import request_started
+from django.core.signals import request_finished, request_started
 
 from config.handlers import get_asgi_application
 from config.middleware import RequestIdMiddleware
 from tests.conftest import ApiClient
 from tests.factories import make_tenant
+from tests.live import ROOT, environment
 from tests.loop_client import LoopClient
 
 
@@ -124,3 +128,59 @@ def test_a_stream_keeps_its_middleware_on_the_event_loop(transactional_db, middl
     plain_thread, stream_thread = middleware_threads
     assert plain_thread.name.startswith("request")  # the one-call path
     assert stream_thread.name == "asgi-loop"  # Django's async path, on the loop
+
+
+def test_the_answer_does_not_wait_for_the_close(transactional_db):
+    """``response.close()`` (``request_finished``: the connection back to its pool, the rate
+    limiter's slot) runs on the request's thread after the answer is sent, and the event loop
+    does not wait for it."""
+    kit = make_tenant("Pool Inc")
+    closed = threading.Event()
+    closed_at: list[float] = []
+
+    def slow_close(**kwargs):
+        time.sleep(0.5)
+        closed_at.append(time.perf_counter())
+        closed.set()
+
+    first_closed = threading.Event()
+
+    def first_close(**kwargs):
+        first_closed.set()
+
+    with LoopClient() as client:
+        request_finished.connect(first_close)
+        try:
+            assert client.get("/api/v1/leads", headers=kit.auth("read")).status_code == 200
+            assert first_closed.wait(5)
+        finally:
+            request_finished.disconnect(first_close)
+        request_finished.connect(slow_close)
+        try:
+            response = client.get("/api/v1/leads", headers=kit.auth("read"))
+            answered_at = time.perf_counter()
+            assert closed.wait(5)
+        finally:
+            request_finished.disconnect(slow_close)
+    assert response.status_code == 200
+    assert answered_at < closed_at[0]
+
+
+@pytest.mark.live
+def test_the_loaded_application_is_out_of_the_cycle_collectors_reach():
+    """Everything alive once the application is loaded (the URL conf and its views included)
+    is frozen: the collector's oldest generation no longer walks it at every full collection."""
+    script = (
+        "import gc, os\n"
+        "os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\n"
+        "import config.asgi\n"
+        "from django.urls import get_resolver\n"
+        "print(gc.get_freeze_count(), len(gc.get_objects(2)), get_resolver()._populated)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env=environment({"DATABASE_URL": None}))
+    assert result.returncode == 0, result.stderr
+    frozen, old, populated = result.stdout.split()
+    assert int(frozen) > 100_000
+    assert int(old) < int(frozen) // 20
+    assert populated == "True"

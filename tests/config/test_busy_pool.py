@@ -50,3 +50,32 @@ def test_a_request_waits_for_a_busy_pool_past_its_slices(tmp_path):
             assert first.result().status_code == 201
     assert second.status_code == 201, second.text  # waited, not 503 nor 500
     assert waited > 1.5  # more than one slice of the pool's wait
+
+
+def test_health_answers_ok_while_the_pool_is_busy(tmp_path):
+    """/api/health checks the database on a pooled connection; a pool that stays taken is no
+    outage: after one slice the check asks the server on a connection of its own, 200."""
+    with scratch_database(f"salesagent_busy_pool_health_{os.getpid()}") as database:
+        env = {"DATABASE_URL": database, "REDIS_URL": "", "VAR_DIR": str(tmp_path),
+               "DJANGO_SETTINGS_MODULE": "tests.live_settings", "DEBUG": "0",
+               "SECRET_KEY": "busy-pool", "ALLOWED_HOSTS": "127.0.0.1", "V1_REQUIRE_HTTPS": "0",
+               "DB_POOL_MAX_SIZE": "1"}
+        manage("migrate", "--noinput", env=env)
+        created = json.loads(manage("create_tenant", "Busy Co", "--json", env=env))
+        auth = {"Authorization": f"Bearer {created['keys']['live']['admin']}"}
+        started = tmp_path / "started"
+        with daphne(env) as base, ThreadPoolExecutor(1) as pool:
+            assert httpx.get(f"{base}/api/health", timeout=30).status_code == 200
+            # The pool's only connection is held for 6 s: longer than health may take.
+            slow = pool.submit(httpx.post, f"{base}/api/v1/_probe/keys", headers=auth, timeout=30,
+                               json={"name": "slow", "seconds": 6, "started": str(started)})
+            deadline = time.monotonic() + 20
+            while not started.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            sent = time.monotonic()
+            health = httpx.get(f"{base}/api/health", timeout=30)
+            waited = time.monotonic() - sent
+            assert slow.result().status_code == 201
+    assert health.status_code == 200, health.text
+    assert health.json()["components"]["database"]["status"] == "ok"
+    assert 1 <= waited < 4  # one slice of the pool's wait, then a direct connection

@@ -63,8 +63,8 @@ def test_every_dashboard_page_carries_the_policy(pages, manager, kit):
              "/dashboard/conversations/", f"/dashboard/conversations/{pages['conversation']}/",
              "/dashboard/knowledge/", "/dashboard/keys/", "/dashboard/webhooks/",
              "/dashboard/settings/", "/dashboard/settings/widget/preview/",
-             "/dashboard/calendar/", "/dashboard/analytics/", "/dashboard/account/",
-             "/dashboard/profile/availability/"]
+             "/dashboard/calendar/", "/dashboard/analytics/", "/dashboard/profile/",
+             "/dashboard/team/"]
     for path in paths:
         r = client.get(path)
         assert r.status_code == 200, path

@@ -9,11 +9,14 @@ threads write steadily: v1 leads with an ``Idempotency-Key`` (retried with the s
 503), v1 chats and legacy chats with the builtin agent, and a webhook subscription turns every
 write into deliveries. Every answer is recorded (when, status, latency, ``Retry-After``, error
 code), and the timeline is printed second by second (``-s``; docs/security.md, "Under faults").
+A monitor polls ``/api/health`` meanwhile, whose checks keep their connections between calls.
 
 What must hold:
 
 - every answer is a success, or the surface's 503 envelope with ``Retry-After``; never a 500,
   never a trace, never an answer later than ``BOUND`` seconds;
+- ``/api/health`` answers within ``BOUND`` too: 503 naming what is down during the outage, 200
+  before and soon after it;
 - rate limits fail open while Redis is down: requests pass, without ``X-RateLimit-*`` headers;
 - afterwards every write answered 2xx can be read back, every event of it reaches the receiver
   within ``RECOVERY`` seconds, and daphne and the worker are still running.
@@ -151,7 +154,7 @@ class Load:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._loop, args=(step,), daemon=True)
-                         for step in (self._lead, self._chat, self._legacy_chat)]
+                         for step in (self._lead, self._chat, self._legacy_chat, self._health)]
 
     def start(self) -> None:
         for thread in self._threads:
@@ -216,6 +219,16 @@ class Load:
             # its time.
             call.made = {"conversation": reply["sessionId"], "created": reply["createdAt"]}
 
+    def _health(self, client: httpx.Client) -> None:
+        # A monitor polling /api/health: its checks keep their connections between calls
+        # (the pool's, a kept broker connection), which must notice the outage and recover.
+        # From an address of its own each time: health's public budget is 60 a minute each.
+        address = f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}"
+        call = self._send(client, "health", "GET", "/api/health",
+                          headers={"X-Forwarded-For": address})
+        with contextlib.suppress(ValueError):
+            call.made = {name: c["status"] for name, c in json.loads(call.body)["components"].items()}
+
     def _auth(self, scope: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.stack.keys[scope]}"}
 
@@ -240,9 +253,12 @@ def _loaded(stack: Stack) -> Iterator[Load]:
         load.stop()
 
 
-def _run_outage(stack: Stack, proxy: TcpProxy, mode: str) -> tuple[list[Call], float]:
+def _run_outage(stack: Stack, proxy: TcpProxy, mode: str, down: tuple[str, ...]
+                ) -> tuple[list[Call], float]:
     """BEFORE seconds of load, the outage, AFTER seconds of load; the calls, with their times
-    counted from the outage's start, and when the outage ended (``time.monotonic()``)."""
+    counted from the outage's start, and when the outage ended (``time.monotonic()``). The
+    health monitor's calls are checked here (``down``: the components the outage takes) and
+    left out of what is returned."""
     with _loaded(stack) as load:
         time.sleep(BEFORE)
         started = time.monotonic()
@@ -252,7 +268,9 @@ def _run_outage(stack: Stack, proxy: TcpProxy, mode: str) -> tuple[list[Call], f
         time.sleep(AFTER)
     for call in load.calls:
         call.at = call.sent - started
-    return sorted(load.calls, key=lambda call: call.at), restored
+    calls = sorted(load.calls, key=lambda call: call.at)
+    assert_health_holds([c for c in calls if c.kind == "health"], down)
+    return [c for c in calls if c.kind != "health"], restored
 
 
 # --- what is checked --------------------------------------------------------------------------
@@ -303,6 +321,25 @@ def assert_answers_hold(calls: list[Call]) -> None:
     after = [c for c in calls if c.at > OUTAGE + 3]
     assert before and all(c.status and c.status < 300 for c in before), report
     assert after and all(c.status and c.status < 300 for c in after), report
+
+
+def assert_health_holds(calls: list[Call], down: tuple[str, ...]) -> None:
+    """/api/health answers within BOUND throughout: 200 with every component ok before the
+    outage and from 3 s after it, 503 naming exactly the components the outage took (after its
+    first second, until its end)."""
+    report = timeline(calls)
+    print(f"\n/api/health\n{report}")
+    assert calls and all(c.status in (200, 503) and c.latency <= BOUND for c in calls), report
+    before = [c for c in calls if c.at + c.latency < 0]
+    after = [c for c in calls if c.at > OUTAGE + 3]
+    during = [c for c in calls if c.at >= 1 and c.at + c.latency <= OUTAGE]
+    for call in before + after:
+        assert call.status == 200 and set(call.made.values()) == {"ok"}, (call, report)
+    assert during, report
+    for call in during:
+        assert call.status == 503, (call.body, report)
+        assert {name for name, status in call.made.items() if status == "down"} == set(down), (
+            call.body, report)
 
 
 def assert_nothing_lost(stack: Stack, calls: list[Call], restored: float) -> None:
@@ -358,7 +395,7 @@ def _tail(path: str, size: int = 3000) -> str:
 
 @pytest.mark.parametrize("mode", [REFUSED, BLACKHOLED])
 def test_an_outage_of_redis(stack, mode):
-    calls, restored = _run_outage(stack, stack.redis, mode)
+    calls, restored = _run_outage(stack, stack.redis, mode, down=("cache", "broker"))
     assert_answers_hold(calls)
     # Rate limits fail open: during the outage requests pass without limits or their headers.
     during = [c for c in calls if 1 <= c.at <= OUTAGE - 1]
@@ -370,7 +407,7 @@ def test_an_outage_of_redis(stack, mode):
 
 @pytest.mark.parametrize("mode", [REFUSED, BLACKHOLED])
 def test_an_outage_of_postgresql(stack, mode):
-    calls, restored = _run_outage(stack, stack.postgres, mode)
+    calls, restored = _run_outage(stack, stack.postgres, mode, down=("database",))
     assert_answers_hold(calls)
     during = [c for c in calls if 1 <= c.at <= OUTAGE - 1]
     assert during and all(c.status == 503 for c in during), timeline(calls)

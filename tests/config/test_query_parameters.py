@@ -112,3 +112,22 @@ def test_the_parameters_left_out_take_their_defaults(api, kit):
     r = api.get("/api/v1/leads", headers=kit.auth("read"))
     assert r.status_code == 200 and r.json()["pagination"] == {
         "page": 1, "limit": 25, "total": 0, "totalPages": 0, "hasMore": False}
+
+
+def test_a_kept_answer_is_the_answer_of_its_own_query_string(api, kit):
+    """A valid query string's validated parameters are kept (config/api/query.py): the same
+    string gets the same answer, another string its own, and a refused one is refused each
+    time, never answered from what was kept."""
+    for _ in range(2):
+        for limit in ("1", "2", "1"):
+            r = api.get(f"/api/v1/leads?limit={limit}", headers=kit.auth("read"))
+            assert r.status_code == 200
+            assert r.json()["pagination"]["limit"] == int(limit)
+        for bad in ("0", "abc", ""):
+            r = api.get(f"/api/v1/leads?limit={bad}", headers=kit.auth("read"))
+            assert r.status_code == 400
+            assert r.json()["error"]["details"][0]["field"] == "limit"
+    r = api.get("/api/v1/leads?limit=1&status=qualified", headers=kit.auth("read"))
+    assert r.status_code == 200
+    r = api.get("/api/v1/conversations?limit=1&status=qualified", headers=kit.auth("read"))
+    assert r.status_code == 400  # another serializer: its own answer, not the leads'

@@ -7,12 +7,16 @@ from __future__ import annotations
 from tests.dashboard.client import Client, signed_in
 from tests.factories import UserFactory
 
-PAGE = "/dashboard/profile/availability/"
+PAGE = "/dashboard/profile/availability/"  # where the form posts; a visit leads to the section
+PROFILE = "/dashboard/profile/"
 
 
 def test_a_rep_sets_their_own_zone_hours_and_capacity(api, kit, rep):
     client = signed_in(rep)
-    page = client.get(PAGE).content.decode()
+    r = client.get(PAGE)
+    assert r.status_code == 302 and r["Location"] == PROFILE + "#availability"
+    page = client.get(PROFILE).content.decode()
+    assert 'id="availability"' in page and 'action="/dashboard/profile/availability/"' in page
     assert "Without your own hours, the team's apply: Mon, Tue, Wed, Thu, Fri 09:00–17:00 (UTC)" in page
     r = client.post(PAGE, {"timezone": "Europe/Paris", "own_hours": "on", "days": ["0", "2"],
                            "start_hour": "8", "end_hour": "12", "capacity": "3"}, follow=True)
@@ -40,6 +44,7 @@ def test_refused_input_changes_nothing(rep):
         r = client.post(PAGE, {"start_hour": "9", "end_hour": "17", **bad})
         assert r.status_code == 400, bad
         assert b'class="errorlist' in r.content, bad
+        assert b"<h1>My profile</h1>" in r.content, bad  # the whole page, the section refused
     rep.refresh_from_db()
     assert (rep.timezone, rep.working_hours, rep.capacity) == ("", None, 5)
 

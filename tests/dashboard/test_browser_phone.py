@@ -157,8 +157,8 @@ def test_no_dashboard_page_scrolls_sideways_on_a_phone(phone_stack):
         "conversation": f"conversations/{phone_stack['conversation']}/",
         "knowledge": "knowledge/", "keys": "keys/", "webhooks": "webhooks/",
         "delivery": f"webhooks/deliveries/{phone_stack['delivery']}/", "settings": "settings/",
-        "analytics": "analytics/", "calendar": "calendar/", "account": "account/",
-        "availability": "profile/availability/",
+        "analytics": "analytics/", "calendar": "calendar/", "profile": "profile/",
+        "team": "team/",
     }
     shots = {"home": True, "keys": True, "knowledge": True, "lead": True, "webhooks": False}
     context, page = _sign_in(phone_stack, "mia@acme.test")

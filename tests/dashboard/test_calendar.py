@@ -19,7 +19,7 @@ def test_a_rep_connects_their_calendar(kit, rep, radicale, local_calendars):
     calendar_url = radicale.make_calendar()
     client = signed_in(rep)
     assert "No calendar connected" in client.get("/dashboard/calendar/").content.decode()
-    assert "No calendar connected" in client.get("/dashboard/account/").content.decode()
+    assert "No calendar connected" in client.get("/dashboard/profile/").content.decode()
     r = _connect(client, radicale)
     assert r.status_code == 302 and r["Location"] == "/dashboard/calendar/"
     page = client.get("/dashboard/calendar/").content.decode()
@@ -27,8 +27,8 @@ def test_a_rep_connects_their_calendar(kit, rep, radicale, local_calendars):
     assert USERS["ray"] not in page
     connection = CalendarConnection.objects.get()
     assert connection.user == rep and connection.tenant == kit.tenant
-    # My settings says so, and leads to the page.
-    account = client.get("/dashboard/account/").content.decode()
+    # My profile says so, and leads to the page.
+    account = client.get("/dashboard/profile/").content.decode()
     assert f"Connected: <strong>{calendar_url}</strong>" in account
     assert 'href="/dashboard/calendar/"' in account
 

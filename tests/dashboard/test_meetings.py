@@ -87,9 +87,9 @@ def test_test_mode_staff_do_not_see_live_meetings(rep, booked):
 
 def test_a_person_sets_their_own_emails(rep):
     client = signed_in(rep)
-    page = client.get("/dashboard/account/").content.decode()
+    page = client.get("/dashboard/profile/").content.decode()
     assert "Email me when a meeting is booked with me" in page and "checked" in page
-    r = client.post("/dashboard/account/", {"takes_meetings": "on", "email_on_handoff": "on"})
+    r = client.post("/dashboard/profile/notifications/", {"takes_meetings": "on", "email_on_handoff": "on"})
     assert r.status_code == 302
     rep.refresh_from_db()
     assert (rep.takes_meetings, rep.email_on_meeting, rep.email_on_handoff) == (True, False, True)
@@ -100,5 +100,5 @@ def test_the_admin_token_has_no_personal_settings(kit):
 
     client = Client()
     client.post("/dashboard/login/token/", {"token": kit.admin_token})
-    r = client.get("/dashboard/account/")
+    r = client.get("/dashboard/profile/")
     assert r.status_code == 302 and r["Location"] == "/dashboard/"

@@ -108,7 +108,7 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
         "rows": ["marker@live.example", "Zed Marker", str(lead.pk), str(conversation.pk),
                  "Marker playbook", "marker-subscription", "marker-legacy", str(delivery.pk)],
         # The tenant's own, whichever mode is shown: only strangers must not see these.
-        "tenant": ["Marker key", "https://marker.example", kit.tenant.public_id],
+        "tenant": ["Marker key", "https://marker.example", kit.tenant.public_id, manager.email],
     }
 
 
@@ -116,7 +116,8 @@ LISTS = ["/dashboard/", "/dashboard/leads/", "/dashboard/leads/?q=marker",
          "/dashboard/leads/?source=form", "/dashboard/conversations/?view=all",
          "/dashboard/conversations/?view=handed_off", "/dashboard/webhooks/",
          "/dashboard/knowledge/", "/dashboard/analytics/"]
-TENANT_PAGES = ["/dashboard/keys/", "/dashboard/settings/", "/dashboard/settings/widget/preview/"]
+TENANT_PAGES = ["/dashboard/keys/", "/dashboard/settings/", "/dashboard/settings/widget/preview/",
+                "/dashboard/team/"]
 ROWS = ["/dashboard/leads/{lead}/", "/dashboard/conversations/{conversation}/",
         "/dashboard/conversations/{conversation}/events/",
         "/dashboard/webhooks/deliveries/{delivery}/"]

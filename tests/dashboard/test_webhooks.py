@@ -231,7 +231,7 @@ def test_the_log_shows_attempts_and_a_failed_delivery_is_retried(
         kit, manager, receiver, enqueued, django_capture_on_commit_callbacks,
         django_assert_max_num_queries):
     delivery = failed_delivery(kit, receiver, django_capture_on_commit_callbacks)
-    assert len(receiver.received) == services.V1_MAX_ATTEMPTS
+    assert len(receiver.received) == services.V1_SCHEDULE.max_attempts
     client = signed_in(manager)
     client.get("/dashboard/")
     with django_assert_max_num_queries(12):
@@ -240,7 +240,7 @@ def test_the_log_shows_attempts_and_a_failed_delivery_is_retried(
     assert "7 attempts" in page and "HTTP 500" in page
     assert "Failed deliveries" in client.get("/dashboard/webhooks/?status=failed").content.decode()
     detail = client.get(f"/dashboard/webhooks/deliveries/{delivery.pk}/").content.decode()
-    assert detail.count("HTTP 500") == services.V1_MAX_ATTEMPTS and ">Retry<" in detail
+    assert detail.count("HTTP 500") == services.V1_SCHEDULE.max_attempts and ">Retry<" in detail
 
     enqueued.clear()
     with django_capture_on_commit_callbacks(execute=True):
@@ -248,7 +248,7 @@ def test_the_log_shows_attempts_and_a_failed_delivery_is_retried(
     assert r.status_code == 302 and r["Location"] == f"/dashboard/webhooks/deliveries/{delivery.pk}/"
     assert enqueued == [delivery.pk]
     services.delivery_attempt(delivery_id=delivery.pk)
-    assert len(receiver.received) == services.V1_MAX_ATTEMPTS + 1
+    assert len(receiver.received) == services.V1_SCHEDULE.max_attempts + 1
     detail = client.get(r["Location"]).content.decode()
     assert "Retry queued" in detail and 'id="delivery-status">Delivered' in detail
     assert "Manual" in detail and "HTTP 200" in detail
@@ -434,8 +434,8 @@ def test_retry_now_brings_a_waiting_deliverys_next_attempt_forward(
     assert len(receiver.received) == 2
     delivery.refresh_from_db()
     assert delivery.status == "waiting_retry"
-    assert before + services.V1_RETRY_DELAYS[1] <= delivery.next_attempt_at
-    assert delivery.next_attempt_at <= timezone.now() + services.V1_RETRY_DELAYS[1]
+    assert before + services.V1_SCHEDULE.delays[1] <= delivery.next_attempt_at
+    assert delivery.next_attempt_at <= timezone.now() + services.V1_SCHEDULE.delays[1]
 
     # Fixed: the next Retry now delivers it.
     receiver.default = Answer()

@@ -8,6 +8,7 @@ never what the code under test believes it sent.
 from __future__ import annotations
 
 import contextlib
+import socket
 import ssl
 import threading
 import time
@@ -42,6 +43,10 @@ class WebhookReceiver:
         self.default = Answer()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
+        # The connections open now (senders keep them alive): closed with the receiver, so that
+        # nothing reaches a closed receiver through a connection kept from before.
+        self.connections: set = set()
+        self.connections_opened = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self.scheme = "http"
@@ -84,6 +89,15 @@ class WebhookReceiver:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        self.drop_connections()
+
+    def drop_connections(self) -> None:
+        """Closes every open connection, as a receiver ending idle keep-alive connections does."""
+        with self._lock:
+            open_now = list(self.connections)
+        for sock in open_now:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def _take(self, request: Received) -> Answer:
         with self._arrived:
@@ -101,6 +115,18 @@ def _handler(receiver: WebhookReceiver) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, *args) -> None:  # keep test output clean
             pass
+
+        def setup(self) -> None:
+            super().setup()
+            with receiver._lock:
+                receiver.connections.add(self.connection)
+                receiver.connections_opened += 1
+
+        def finish(self) -> None:
+            with receiver._lock:
+                receiver.connections.discard(self.connection)
+            with contextlib.suppress(OSError):
+                super().finish()
 
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)

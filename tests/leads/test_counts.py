@@ -79,7 +79,8 @@ def test_rebuild_recomputes_from_the_leads(kit):
     Lead.objects.filter(tenant=kit.tenant).update(score=42)
     out = io.StringIO()
     call_command("rebuild_counts", str(kit.tenant.pk), "--mode", "live", stdout=out)
-    assert out.getvalue() == f"{kit.tenant.public_id} live: counts and rollups rebuilt from 10 leads\n"
+    assert out.getvalue() == (f"{kit.tenant.public_id} live: counts, search rows and rollups "
+                              "rebuilt from 10 leads\n")
     assert _counted(kit.tenant, True) == _actual(kit.tenant, True)
     for bucket in ("updated_day", "score"):
         assert _counted_by(kit.tenant, True, bucket) == _actual_by(kit.tenant, True, bucket)

@@ -138,10 +138,11 @@ def test_plain_http_is_refused(api, kit, settings):
 def test_query_count(api, kit, django_assert_max_num_queries):
     rep = UserFactory(tenant=kit.tenant)
     _post(api, kit, {"email": "warm@example.com"})
-    # key, assignee check, email check, savepoint + insert + release, the three counts (by
+    # key, assignee check, email check, savepoint + insert + release, its search row and word
+    # counts, the three counts (by
     # creation day, update day and score), analytics rollup, event, and the outer
     # transaction's savepoint + release (the test runs inside a transaction)
-    with django_assert_max_num_queries(13):
+    with django_assert_max_num_queries(15):
         r = _post(api, kit, {"email": "b@b.co", "assignedTo": f"user_{rep.pk.hex}"})
     assert r.status_code == 201
 

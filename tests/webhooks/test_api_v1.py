@@ -346,7 +346,7 @@ def test_a_waiting_deliverys_next_attempt_is_brought_forward(api, kit, receiver,
     attempt = attempt_now(delivery)
     assert (attempt.number, attempt.trigger) == (2, "manual")
     assert fresh(delivery).status == "waiting_retry"
-    assert fresh(delivery).next_attempt_at - attempt.attempted_at == services.V1_RETRY_DELAYS[1]
+    assert fresh(delivery).next_attempt_at - attempt.attempted_at == services.V1_SCHEDULE.delays[1]
     # Asked again while its time has come: it is on its way already.
     Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
     r = api.post(f"/api/v1/webhooks/deliveries/whd_{delivery.pk.hex}/retry",

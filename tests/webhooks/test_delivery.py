@@ -338,9 +338,9 @@ def test_a_claimed_delivery_cannot_be_claimed_again(kit, receiver, enqueued):
     services.deliveries_create_for_event(event=Event.objects.get(type="lead.created"))
     delivery = Delivery.objects.get()
     now = timezone.now()
-    first = services._claim(delivery.pk, now)
-    assert first is not None and fresh(delivery).status == "delivering"
-    assert services._claim(delivery.pk, now) is None
+    first = services._claim_many([delivery.pk], now)
+    assert first != [] and fresh(delivery).status == "delivering"
+    assert services._claim_many([delivery.pk], now) == []
     assert attempt_now(delivery, now=now) is None
     assert receiver.received == []
 
@@ -351,7 +351,7 @@ def test_the_sweeper_takes_back_a_delivery_whose_worker_died(kit, receiver, enqu
     services.deliveries_create_for_event(event=Event.objects.get(type="lead.created"))
     delivery = Delivery.objects.get()
     now = timezone.now()
-    claim = services._claim(delivery.pk, now)  # ... and the worker dies here
+    (claim,) = services._claim_many([delivery.pk], now)  # ... and the worker dies here
     lease_end = fresh(delivery).lease_expires_at
     assert deliveries_sweep(now=lease_end - timedelta(seconds=1)).recovered == 0
 
@@ -364,7 +364,7 @@ def test_the_sweeper_takes_back_a_delivery_whose_worker_died(kit, receiver, enqu
     assert lost.number == 1 and lost.status_code is None and "lease expired" in lost.error
     # The dead worker's late result, should it come after all, changes nothing.
     outcome = services.transport.Outcome(200, 5)
-    assert services._record(claim, attempt_pk=claim.token, outcome=outcome, now=now) is None
+    assert services._record_many([(claim, claim.token, outcome, now)]) == []
     assert fresh(delivery).status == "waiting_retry"
 
 

@@ -1,5 +1,6 @@
-"""``manage.py rebuild_counts``: the lead count tables and the analytics rollups recomputed from
-the raw rows, for data written around the services (a bulk load, a repair)."""
+"""``manage.py rebuild_counts``: the lead count tables, the lead search rows and the analytics
+rollups recomputed from the raw rows, for data written around the services (a bulk load, a
+repair)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from analytics.rebuild import rollups_rebuild
 from leads.counts import lead_counts_rebuild
+from leads.search import lead_search_rebuild
 from tenants.models import Tenant
 from tenants.selectors import tenant_by_reference
 
@@ -14,8 +16,8 @@ MODES = {"live": (True,), "test": (False,), "both": (True, False)}
 
 
 class Command(BaseCommand):
-    help = ("Recomputes the lead count tables and the analytics rollups of tenants from their "
-            "leads, conversations, messages, meetings and events.")
+    help = ("Recomputes the lead count tables, the lead search rows and the analytics rollups of "
+            "tenants from their leads, conversations, messages, meetings and events.")
 
     def add_arguments(self, parser):
         parser.add_argument("tenants", nargs="*", help="Tenant ids (UUID) or public ids.")
@@ -27,9 +29,10 @@ class Command(BaseCommand):
         for tenant in self._tenants(tenants, all_tenants):
             for livemode in MODES[mode]:
                 leads = lead_counts_rebuild(tenant_id=tenant.pk, livemode=livemode)
+                lead_search_rebuild(tenant_id=tenant.pk, livemode=livemode)
                 rollups_rebuild(tenant_id=tenant.pk, livemode=livemode)
                 self.stdout.write(f"{tenant.public_id} {'live' if livemode else 'test'}: "
-                                  f"counts and rollups rebuilt from {leads} leads")
+                                  f"counts, search rows and rollups rebuilt from {leads} leads")
 
     @staticmethod
     def _tenants(refs: list[str], all_tenants: bool):

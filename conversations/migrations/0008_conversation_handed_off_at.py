@@ -14,9 +14,9 @@ def backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0005_retried_work_attempts'),
+        ('conversations', '0007_message_conversation_index_covered_by_sequence'),
         ('leads', '0004_sort_counts'),
-        ('tenants', '0005_user_availability_and_presence'),
+        ('tenants', '0006_user_availability_and_presence'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('tenants', '0004_meetings_and_email'),
+        ('tenants', '0005_team_invitations_and_two_factor'),
     ]
 
     operations = [
