@@ -115,16 +115,16 @@ def _v1_conversation(event: Event) -> dict[str, Any]:
 
 def _v1_handoff(event: Event) -> dict[str, Any]:
     conversation = event.facts["conversation"]
-    return {
-        "conversation": {
-            "id": presenters.conv_id(uuid.UUID(conversation["id"])),
-            "leadId": presenters.lead_id(_uuid(conversation["lead_id"])),
-            "messageCount": conversation["message_count"],
-            "status": conversation["status"],
-            "assignedTo": presenters.user_id(_uuid(conversation["assigned_to_id"])),
-        },
-        "handoff": event.facts["handoff"],
+    brief = {
+        "id": presenters.conv_id(uuid.UUID(conversation["id"])),
+        "leadId": presenters.lead_id(_uuid(conversation["lead_id"])),
+        "messageCount": conversation["message_count"],
+        "status": conversation["status"],
     }
+    # Only when someone was really assigned: a handoff waiting in the Unassigned queue has none.
+    if conversation["assigned_to_id"]:
+        brief["assignedTo"] = presenters.user_id(_uuid(conversation["assigned_to_id"]))
+    return {"conversation": brief, "handoff": event.facts["handoff"]}
 
 
 def _v1_high_value(event: Event) -> dict[str, Any]:

@@ -69,8 +69,10 @@ def handoff_notice(status: str, agent: User | None, *, joined: bool, language: s
     name = (agent.first_name or agent.display_name) if agent is not None else None
     if name and joined:
         return phrase(language, "notice_joined", name=name)
-    when = (phrase(language, "notice_within_hours", hours=hours) if hours
-            else phrase(language, "notice_shortly"))
+    if hours:
+        when = phrase(language, "notice_within_hours", hours=hours)
+    else:  # "shortly" only when someone available has it; a waiting handoff promises no time
+        when = phrase(language, "notice_shortly") if name else ""
     if name:
         return phrase(language, "notice_will_reply", name=name, when=when)
     return phrase(language, "notice_someone_will_reply", when=when)
@@ -132,21 +134,68 @@ def push(event: Event) -> None:
 
 
 def _send(conversation_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:
-    """Publishes to the conversation's streams. The write is committed and a stream that misses
-    this catches up on reconnect, so a layer that cannot be reached costs the write at most
+    """Publishes to the conversation's streams."""
+    _publish(group_name(conversation_id), event, data)
+
+
+def _publish(group: str, event: str, data: dict[str, Any]) -> None:
+    """Publishes to a group's streams. The write is committed and a stream that misses this
+    catches up on reconnect, so a layer that cannot be reached costs the write at most
     ``PUSH_TIMEOUT_SECONDS``, and after a failure nothing for a few seconds (``core.breaker``)."""
     layer = get_channel_layer()
     if layer is None or not _layer.allows():
         return
     try:
-        async_to_sync(_group_send)(layer, group_name(conversation_id),
+        async_to_sync(_group_send)(layer, group,
                                    {"type": "conversation.event", "event": event, "data": data})
     except Exception as exc:
         _layer.failed(exc)
-        logger.warning("could not publish %s to conversation %s (%s: %s)", event,
-                       conversation_id, type(exc).__name__, exc)
+        logger.warning("could not publish %s to %s (%s: %s)", event, group,
+                       type(exc).__name__, exc)
     else:
         _layer.succeeded()
+
+
+# --- a person's own stream: every open dashboard page of theirs -------------------------------
+
+ASSIGNMENT_EVENTS = (EventType.CONVERSATION_HANDOFF, EventType.CONVERSATION_ASSIGNED)
+
+
+def user_group(user_id: uuid.UUID) -> str:
+    return f"user.{user_id.hex}"
+
+
+def push_assignment(event: Event) -> None:
+    """After-commit subscriber of ``ASSIGNMENT_EVENTS``: a conversation given to a person who
+    did not take it themselves appears at once on each of their open dashboard pages."""
+    conversation = event.facts["conversation"]
+    assignee = conversation["assigned_to_id"]
+    if (not assignee or conversation.get("joined_at")
+            or conversation["status"] != ConversationStatus.HANDED_OFF):
+        return
+    row = (Conversation.objects.filter(pk=event.conversation_id)
+           .values_list("handoff", "contact", "subject").first())
+    if row is not None:
+        _publish(user_group(uuid.UUID(assignee)), "handoff", _handoff_toast(event, *row))
+
+
+def _handoff_toast(event: Event, handoff: dict | None, contact: dict | None, subject: str
+                   ) -> dict[str, Any]:
+    """What a person's pages show of a handoff given to them: who, why, and where it is."""
+    contact = contact or {}
+    return {
+        "conversation": str(event.conversation_id),
+        "url": f"/dashboard/conversations/{event.conversation_id}/",
+        "livemode": event.livemode,
+        "who": contact.get("name") or contact.get("email") or subject or "A visitor",
+        "reason": (handoff or {}).get("reason") or "",
+    }
+
+
+def push_presence(event: Event) -> None:
+    """After-commit subscriber of ``user.status_changed``: the person's open pages show it."""
+    _publish(user_group(uuid.UUID(event.facts["user_id"])), "presence",
+             {"status": event.facts["status"]})
 
 
 async def _group_send(layer, group: str, message: dict[str, Any]) -> None:
@@ -155,13 +204,19 @@ async def _group_send(layer, group: str, message: dict[str, Any]) -> None:
 
 async def listen(conversation_id: uuid.UUID, *, snapshot=None
                  ) -> AsyncIterator[tuple[str, dict[str, Any]] | None]:
-    """The conversation's live events as ``(event, data)``, and ``None`` when it is time for a
-    keep-alive. ``snapshot`` (an async callable) is read after subscribing, so that nothing
-    written between the two is missed; its result is the first event, ``session``. Ends after
-    a status event that ends the conversation."""
+    """The conversation's live events (``listen_group`` of its group)."""
+    async for item in listen_group(group_name(conversation_id), snapshot=snapshot):
+        yield item
+
+
+async def listen_group(group: str, *, snapshot=None, keepalive: float = KEEPALIVE_SECONDS
+                       ) -> AsyncIterator[tuple[str, dict[str, Any]] | None]:
+    """A group's live events as ``(event, data)``, and ``None`` every ``keepalive`` seconds
+    without one (time for a keep-alive). ``snapshot`` (an async callable) is read after
+    subscribing, so that nothing written between the two is missed; its result is the first
+    event, ``session``. Ends after a status event that ends a conversation."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
-    group = group_name(conversation_id)
     await layer.group_add(group, channel)
     pending: asyncio.Future | None = None
     try:
@@ -173,7 +228,7 @@ async def listen(conversation_id: uuid.UUID, *, snapshot=None
         while True:
             if pending is None:
                 pending = asyncio.ensure_future(layer.receive(channel))
-            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
+            done, _ = await asyncio.wait({pending}, timeout=keepalive)
             if not done:
                 yield None
                 continue

@@ -68,6 +68,8 @@ class Conversation(models.Model):
     # visitor is told who will reply, not that someone has joined (docs/conversations.md).
     joined_at = models.DateTimeField(null=True, blank=True)
     handoff = models.JSONField(null=True, blank=True)  # {reason, priority, suggestedTeam, context}
+    # When it was last handed off: the Unassigned queue is offered oldest first.
+    handed_off_at = models.DateTimeField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)  # userAgent, referrer, landingPage, ...
     offered_slots = models.JSONField(default=list, blank=True)  # slot tokens last offered
     high_value_notified = models.BooleanField(default=False)  # intent.high_value fires once
@@ -94,6 +96,12 @@ class Conversation(models.Model):
             # The expiry sweeper: active conversations by idleness, across tenants.
             models.Index(fields=["last_message_at"], condition=models.Q(status="active"),
                          name="conv_active_idle"),
+            # The Unassigned queue (handed off to nobody), oldest first; open handoffs per rep.
+            models.Index(fields=["tenant", "handed_off_at", "id"],
+                         condition=models.Q(status="handed_off", assigned_to__isnull=True),
+                         name="conv_unassigned"),
+            models.Index(fields=["assigned_to"], condition=models.Q(status="handed_off"),
+                         name="conv_open_handoffs"),
         ]
 
     def __str__(self) -> str:

@@ -69,15 +69,18 @@ def conversation_queue(
     statuses: Collection[str] | None = None,
     assignee: User | None = None,
     channel: str | None = None,
+    unassigned: bool = False,
 ) -> QuerySet[Conversation]:
     """The tenant's conversations in this mode, optionally only in ``statuses``, assigned to
-    ``assignee`` or on ``channel``; latest message first (id breaks ties), with lead and
-    assignee joined."""
+    ``assignee`` (or, ``unassigned``, to nobody) or on ``channel``; latest message first (id
+    breaks ties), with lead and assignee joined."""
     queryset = Conversation.objects.filter(tenant=tenant, livemode=livemode)
     if statuses is not None:
         queryset = queryset.filter(status__in=list(statuses))
     if assignee is not None:
         queryset = queryset.filter(assigned_to=assignee)
+    elif unassigned:
+        queryset = queryset.filter(assigned_to__isnull=True)
     if channel:
         queryset = queryset.filter(channel=channel)
     return queryset.select_related("lead", "assigned_to").order_by("-last_message_at", "-id")
@@ -128,6 +131,14 @@ def lead_emails(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID,
                 .only("id", "kind", "to", "subject", "status", "attempts", "last_error",
                       "created_at", "sent_at", "next_attempt_at")
                 .order_by("-created_at", "-id")[:limit])
+
+
+def handoffs_unread(*, tenant: Tenant, livemode: bool, user: User) -> int:
+    """Handoffs given to ``user`` that they have not joined yet (taken over or replied to): the
+    count beside Conversations in the dashboard's navigation."""
+    return Conversation.objects.filter(tenant=tenant, livemode=livemode, assigned_to=user,
+                                       status=ConversationStatus.HANDED_OFF,
+                                       joined_at__isnull=True).count()
 
 
 def staff_with_open_handoffs(*, tenant: Tenant, livemode: bool) -> QuerySet[User]:

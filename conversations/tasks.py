@@ -8,6 +8,7 @@ from celery import shared_task
 from .services import conversations_expire_idle
 from .services.emails import email_attempt
 from .services.emails import emails_sweep as sweep_emails
+from .services.routing import routing_sweep
 
 
 @shared_task(name="conversations.expire_idle", ignore_result=True)
@@ -26,3 +27,10 @@ def send_email(email_id: str) -> bool:
 def emails_sweep() -> int:
     """Beat, every 15 seconds: re-enqueue due emails (retries after their backoff)."""
     return sweep_emails()
+
+
+@shared_task(name="conversations.routing_sweep", ignore_result=True)
+def offer_waiting_handoffs() -> int:
+    """Beat, every 30 seconds: handoffs waiting in the Unassigned queue are offered to the
+    people online whose working hours began or whose capacity freed since."""
+    return routing_sweep()

@@ -34,6 +34,8 @@ class EventType(models.TextChoices):
     CONVERSATION_ASSIGNED = "conversation.assigned"
     CONVERSATION_HANDED_BACK = "conversation.handed_back"
     CONVERSATION_DELETED = "conversation.deleted"
+    # A person's presence changed (online, away, offline): routing offers them waiting handoffs.
+    USER_STATUS_CHANGED = "user.status_changed"
     # The team (docs/dashboard.md, "Team"): the service's own; the Team page and the audit
     # trail show them, with the person who acted (``actor``).
     TEAM_MEMBER_INVITED = "team.member_invited"

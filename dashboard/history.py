@@ -248,7 +248,7 @@ def _assigned(event: Row, context: _Context) -> list[Entry]:
         by = (facts.get("actor") or {}).get("name") or "a manager"
         details.append(f"{leaving} was deactivated by {by}")
         text = (f"Conversation reassigned to {who}" if who else
-                "Conversation back in the queue: nobody to take it")
+                "Conversation back in the Unassigned queue: nobody available")
     else:
         text = f"Conversation assigned to {who or 'nobody'}"
     return [Entry(event["occurred_at"], "conversation", text, details,

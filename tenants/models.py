@@ -66,6 +66,9 @@ class Tenant(models.Model):
     meeting_end_hour = models.PositiveSmallIntegerField(default=17)
     meeting_minutes = models.PositiveSmallIntegerField(default=30)
     booking_url = models.URLField(blank=True)
+    # Presence (docs/dashboard.md, "Availability and routing"): a person with a dashboard open
+    # and no activity for this long turns away.
+    presence_idle_seconds = models.PositiveIntegerField(default=600)
 
     # Qualification (docs/agent.md): an email, a score of at least this, and this many of the
     # four BANT criteria.
@@ -109,6 +112,15 @@ class UserRole(models.TextChoices):
     MANAGER = "manager", "Sales manager"
 
 
+class UserStatus(models.TextChoices):
+    ONLINE = "online", "Online"
+    AWAY = "away", "Away"
+    OFFLINE = "offline", "Offline"
+
+
+DEFAULT_CAPACITY = 5
+
+
 class User(AbstractUser):
     """A person who signs in: a tenant's sales staff, or an operator of the service (no tenant).
 
@@ -130,14 +142,49 @@ class User(AbstractUser):
         default=True, help_text="An email when a meeting is booked with me.")
     email_on_handoff = models.BooleanField(
         default=True, help_text="An email when a conversation is handed off to me.")
+    # Availability (docs/dashboard.md, "Availability and routing"). Blank time zone and working
+    # hours: the tenant's meeting time zone, days and hours. ``working_hours`` has their shape:
+    # {"days": [0..6, 0 = Monday], "start_hour": 0-23, "end_hour": 1-24}.
+    timezone = models.CharField(max_length=64, blank=True)
+    working_hours = models.JSONField(null=True, blank=True)
+    capacity = models.PositiveSmallIntegerField(
+        default=DEFAULT_CAPACITY, help_text="The most open handoffs assigned to me at once.")
+    # Presence: online while a dashboard tab is open and used, away when idle (or chosen),
+    # offline when the last tab closed. ``status_chosen``: away was chosen, not idle.
+    status = models.CharField(max_length=10, choices=UserStatus.choices,
+                              default=UserStatus.OFFLINE)
+    status_chosen = models.BooleanField(default=False)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    last_active_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["date_joined", "id"]
         indexes = [models.Index(fields=["tenant", "date_joined", "id"], name="user_tenant_joined")]
+        constraints = [models.CheckConstraint(condition=models.Q(capacity__gte=1),
+                                              name="user_capacity_at_least_one")]
 
     @property
     def display_name(self) -> str:
         return self.get_full_name() or self.username
+
+
+class PresenceConnection(models.Model):
+    """One open dashboard tab of a person (its live stream), on whichever process serves it.
+
+    A tab that closes deletes its row. A process that dies cannot, so each row expires unless
+    its stream refreshes it (``CONNECTION_TTL``); the presence sweeper deletes expired rows and
+    sets offline whoever has none left (docs/dashboard.md, "Availability and routing")."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="presence_connections")
+    opened_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"], name="presence_expires")]
+
+    def __str__(self) -> str:
+        return f"Dashboard tab of {self.user_id} until {self.expires_at:%H:%M:%S}"
 
 
 INVITATION_DAYS = 7

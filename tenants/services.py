@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import datetime
+from typing import Any
 from urllib.parse import SplitResult
 
 from django.db import transaction
@@ -12,6 +13,7 @@ from django.db.models import F
 from core import crypto
 from core.errors import FieldError, Unprocessable
 
+from .availability import clean_working_hours
 from .models import AgentProvider, Plan, Tenant, User, UserRole
 from .selectors import ADMIN_TOKEN_PREFIX
 
@@ -303,7 +305,8 @@ def tenant_set_allowed_origins(*, tenant: Tenant, origins: list[str]) -> Tenant:
 
 
 def user_next_in_rotation(*, tenant_id, now: datetime, takes_meetings: bool = False) -> User | None:
-    """Round robin over the tenant's active people: the one who has waited longest since their
+    """Round robin over the tenant's active people for a meeting (handoffs are routed by
+    availability: ``conversations.services.routing``): the one who has waited longest since their
     last assignment (a handed-off conversation or a meeting) goes next, and is marked as
     assigned ``now``. With ``takes_meetings``, only those who take meetings. Runs inside its
     caller's transaction, the chosen row locked so that two assignments never pick alike."""
@@ -327,3 +330,49 @@ def user_set_preferences(*, user: User, takes_meetings: bool, email_on_meeting: 
     user.email_on_handoff = email_on_handoff
     user.save(update_fields=["takes_meetings", "email_on_meeting", "email_on_handoff"])
     return user
+
+
+MAX_CAPACITY = 100
+PRESENCE_IDLE_MINUTES = (1, 240)
+
+
+@transaction.atomic
+def user_set_availability(*, user: User, timezone_name: str, working_hours: Any,
+                          capacity: int) -> User:
+    """A person's own availability: their time zone and working hours (blank: the tenant's)
+    and their capacity, the most open handoffs assigned to them at once."""
+    details = []
+    if timezone_name and not _valid_zone(timezone_name):
+        details.append(FieldError("timezone", "invalid_enum", "An IANA time zone."))
+    if not isinstance(capacity, int) or not 1 <= capacity <= MAX_CAPACITY:
+        details.append(FieldError("capacity", "out_of_range",
+                                  f"From 1 to {MAX_CAPACITY} open handoffs."))
+    if details:
+        raise Unprocessable(details=details)
+    user.working_hours = clean_working_hours(working_hours)
+    user.timezone = timezone_name
+    user.capacity = capacity
+    user.save(update_fields=["timezone", "working_hours", "capacity"])
+    return user
+
+
+@transaction.atomic
+def tenant_set_presence_idle(*, tenant: Tenant, minutes: int) -> Tenant:
+    """How long a person with the dashboard open may be idle before they turn away."""
+    low, high = PRESENCE_IDLE_MINUTES
+    if not isinstance(minutes, int) or not low <= minutes <= high:
+        raise Unprocessable(details=[FieldError("presence_idle_minutes", "out_of_range",
+                                                f"From {low} to {high} minutes.")])
+    tenant.presence_idle_seconds = minutes * 60
+    tenant.save(update_fields=["presence_idle_seconds", "updated_at"])
+    return tenant
+
+
+def _valid_zone(name: str) -> bool:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True

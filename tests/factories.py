@@ -14,6 +14,9 @@ from leads.services import lead_create
 from tenants.models import Tenant, User
 from tenants.services import tenant_create
 
+# Working hours that hold at any time of any day.
+ALWAYS = {"days": [0, 1, 2, 3, 4, 5, 6], "start_hour": 0, "end_hour": 24}
+
 
 class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
@@ -24,6 +27,19 @@ class UserFactory(factory.django.DjangoModelFactory):
     first_name = factory.Faker("first_name")
     last_name = factory.Faker("last_name")
     tenant = None
+
+    class Params:
+        # Someone handoffs may go to whatever the time of the test: online, working every hour
+        # of every day (docs/dashboard.md, "Availability and routing").
+        available = factory.Trait(status="online", working_hours=ALWAYS)
+
+
+def make_available(user: User) -> User:
+    """``user`` made someone handoffs may go to (the ``available`` trait, for a user made
+    otherwise): online, within working hours at any time."""
+    user.status, user.working_hours = "online", ALWAYS
+    user.save(update_fields=["status", "working_hours"])
+    return user
 
 
 @dataclass

@@ -110,6 +110,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.context.presence",
             ],
         },
     },
@@ -232,6 +233,9 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 5.0},
     "catch-up-webhook-fan-out": {"task": "webhooks.catch_up", "schedule": 60.0},
+    # Presence and routing (docs/dashboard.md, "Availability and routing").
+    "presence-sweep": {"task": "tenants.presence_sweep", "schedule": 15.0},
+    "offer-waiting-handoffs": {"task": "conversations.routing_sweep", "schedule": 30.0},
 }
 CELERY_TIMEZONE = "UTC"
 

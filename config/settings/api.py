@@ -36,6 +36,7 @@ SPECTACULAR_SETTINGS = {
         "FunnelStageEnum": "analytics.selectors.FUNNEL_STAGES",
         "DocumentStatusEnum": "knowledge.models.DOCUMENT_STATUSES",
         "DocumentTypeEnum": "knowledge.models.DOCUMENT_TYPES",
+        "UserStatusEnum": "tenants.models.UserStatus",
     },
     "SCHEMA_PATH_PREFIX_TRIM": False,
     # Swagger UI's assets are served by the service itself: no third-party requests.

@@ -30,6 +30,10 @@ PHRASES: dict[str, dict[str, str]] = {
         "need_email_to_book": "I'd love to book that for you. What email should the invitation go to?",
         "handoff": "I'm bringing in a member of our team, who will reply here shortly.",
         "handoff_active": "A member of our team has the conversation and will reply here.",
+        "handoff_waiting_at": "Nobody from our team is available right now. The next opening is {when}: someone will reply here then.",
+        "handoff_waiting_busy": "Everyone on our team is busy right now: someone will reply here as soon as they are free.",
+        "handoff_waiting": "Nobody from our team is available right now: someone will reply here as soon as they can.",
+        "handoff_ask_email": "What's your email address, so that the answer reaches you even if you leave this page?",
         "support": "I'm sorry about the trouble. I'm handing you over to our support team.",
         "objection": "I understand. Many of our customers felt the same before seeing the results; what matters most to you?",
         "goodbye": "Thanks for chatting with us{name}. Have a great day!",
@@ -69,6 +73,10 @@ PHRASES: dict[str, dict[str, str]] = {
         "need_email_to_book": "Gern buche ich das für Sie. An welche E-Mail-Adresse soll die Einladung gehen?",
         "handoff": "Ich hole ein Mitglied unseres Teams dazu, das Ihnen hier gleich antwortet.",
         "handoff_active": "Ein Mitglied unseres Teams betreut das Gespräch und antwortet hier.",
+        "handoff_waiting_at": "Gerade ist niemand aus unserem Team erreichbar. Ab {when} sind wir wieder da: Dann antwortet Ihnen hier jemand.",
+        "handoff_waiting_busy": "Unser Team ist gerade beschäftigt: Sobald jemand frei ist, antwortet Ihnen hier jemand.",
+        "handoff_waiting": "Gerade ist niemand aus unserem Team erreichbar: Sobald es geht, antwortet Ihnen hier jemand.",
+        "handoff_ask_email": "Wie lautet Ihre E-Mail-Adresse, damit Sie die Antwort auch erreicht, wenn Sie diese Seite verlassen?",
         "support": "Das tut mir leid. Ich übergebe Sie an unser Support-Team.",
         "objection": "Das verstehe ich. Was ist Ihnen am wichtigsten?",
         "goodbye": "Danke für das Gespräch{name}. Einen schönen Tag noch!",
@@ -108,6 +116,10 @@ PHRASES: dict[str, dict[str, str]] = {
         "need_email_to_book": "Avec plaisir. À quelle adresse e-mail dois-je envoyer l'invitation ?",
         "handoff": "Je fais appel à un membre de notre équipe, qui vous répondra ici sous peu.",
         "handoff_active": "Un membre de notre équipe a repris la conversation et vous répondra ici.",
+        "handoff_waiting_at": "Personne de notre équipe n'est disponible pour le moment. Nous serons là à partir de {when} : quelqu'un vous répondra ici.",
+        "handoff_waiting_busy": "Toute notre équipe est occupée pour le moment : quelqu'un vous répondra ici dès que possible.",
+        "handoff_waiting": "Personne de notre équipe n'est disponible pour le moment : quelqu'un vous répondra ici dès que possible.",
+        "handoff_ask_email": "Quelle est votre adresse e-mail, pour que la réponse vous parvienne même si vous quittez cette page ?",
         "support": "Désolé pour ce problème. Je vous transfère à notre équipe support.",
         "objection": "Je comprends. Qu'est-ce qui compte le plus pour vous ?",
         "goodbye": "Merci pour cet échange{name}. Bonne journée !",
@@ -147,6 +159,10 @@ PHRASES: dict[str, dict[str, str]] = {
         "need_email_to_book": "Con gusto. ¿A qué correo electrónico envío la invitación?",
         "handoff": "Voy a incorporar a un miembro de nuestro equipo, que le responderá aquí en breve.",
         "handoff_active": "Un miembro de nuestro equipo lleva la conversación y le responderá aquí.",
+        "handoff_waiting_at": "Ahora mismo no hay nadie de nuestro equipo disponible. Estaremos a partir del {when}: alguien le responderá aquí.",
+        "handoff_waiting_busy": "Todo nuestro equipo está ocupado ahora mismo: alguien le responderá aquí en cuanto esté libre.",
+        "handoff_waiting": "Ahora mismo no hay nadie de nuestro equipo disponible: alguien le responderá aquí en cuanto pueda.",
+        "handoff_ask_email": "¿Cuál es su correo electrónico, para que la respuesta le llegue aunque salga de esta página?",
         "support": "Siento el problema. Le paso con nuestro equipo de soporte.",
         "objection": "Lo entiendo. ¿Qué es lo más importante para usted?",
         "goodbye": "Gracias por conversar con nosotros{name}. ¡Que tenga un buen día!",
@@ -168,3 +184,19 @@ SUPPORTED = tuple(PHRASES)
 def phrase(language: str, key: str, **values: str) -> str:
     table = PHRASES.get(language) or PHRASES["en"]
     return table[key].format(**values)
+
+
+def handoff_text(language: str, plan) -> str:
+    """What the agent says when it hands the conversation off (``plan``: the turn's
+    ``ReplyPlan``): that someone will reply shortly, or, when nobody was available, truthfully
+    when; and then, without the visitor's address, a request for it."""
+    handoff = plan.handoff
+    if not plan.handoff_waiting:
+        return phrase(language, "support" if handoff.suggested_team == "support" else "handoff")
+    if plan.handoff_opening:
+        said = phrase(language, "handoff_waiting_at", when=plan.handoff_opening)
+    else:
+        said = phrase(language, "handoff_waiting_busy" if plan.handoff_busy else "handoff_waiting")
+    if plan.needs_email:
+        said += " " + phrase(language, "handoff_ask_email")
+    return said

@@ -165,6 +165,12 @@ class ReplyPlan:
     offer_slots: list[Slot] = field(default_factory=list)
     booking_url: str = ""
     handoff: Handoff | None = None
+    # A handoff nobody was available for (docs/dashboard.md, "Availability and routing"): it
+    # waits, and the reply says when someone will reply: the next opening, as the visitor reads
+    # it ("Tue 24 Nov, 09:00 (Paris)"), or that the team is busy now (``handoff_busy``).
+    handoff_waiting: bool = False
+    handoff_opening: str = ""
+    handoff_busy: bool = False
     next_question: str | None = None  # the BANT signal to ask about next
 
 

@@ -47,8 +47,10 @@ def _asked(plan: ReplyPlan | None, *, stopped: str | None) -> dict[str, str]:
     else a qualifying question: the BANT signal it is about), for ``Message.turn["asked"]``:
     later turns do not ask again (``turn._follow_up``). A reply that ended early may not have
     asked."""
-    if plan is None or plan.handoff or stopped:
+    if plan is None or stopped:
         return {}
+    if plan.handoff:  # a waiting handoff asks for the address the answer can reach
+        return {"asked": "email"} if plan.handoff_waiting and plan.needs_email else {}
     asked = "email" if plan.needs_email else plan.next_question
     return {"asked": asked} if asked else {}
 
@@ -171,6 +173,7 @@ class _Turn:
         if plan is not None:
             sources += [s.label for s in plan.offer_slots] + [plan.booking_url]
             sources += [plan.booked_slot.label] if plan.booked_slot else []
+            sources += [plan.handoff_opening] if plan.handoff_opening else []
         return sources
 
     def _ending(self, guard: ReplyGuard) -> str:

@@ -25,10 +25,10 @@ from core import broker
 from core.models import Event, EventType
 from core.timestamps import parse_timestamp
 from core.work import EMAIL_SCHEDULE
-from tenants.models import User
+from tenants.models import User, UserStatus
 
 from .. import mail, scheduling
-from ..models import EmailKind, EmailStatus, Meeting, OutboundEmail
+from ..models import Conversation, EmailKind, EmailStatus, Meeting, OutboundEmail
 
 logger = logging.getLogger("salesagent.email")
 
@@ -40,7 +40,9 @@ LEASE_MARGIN = timedelta(seconds=60)
 SWEEP_BATCH = 200
 
 EMAIL_EVENTS = (EventType.MEETING_BOOKED, EventType.MEETING_RESCHEDULED,
-                EventType.MEETING_CANCELLED, EventType.CONVERSATION_HANDOFF)
+                EventType.MEETING_CANCELLED, EventType.CONVERSATION_HANDOFF,
+                EventType.CONVERSATION_ASSIGNED)
+_HANDOFF_EVENTS = (EventType.CONVERSATION_HANDOFF, EventType.CONVERSATION_ASSIGNED)
 _VISITOR_KIND = {
     EventType.MEETING_BOOKED: EmailKind.MEETING_INVITATION,
     EventType.MEETING_RESCHEDULED: EmailKind.MEETING_UPDATE,
@@ -79,10 +81,11 @@ def confirmation_queued(meeting_id: uuid.UUID) -> bool:
 # --- the subscriber -------------------------------------------------------------------------
 
 def emails_for_event(event: Event) -> None:
-    """In-transaction subscriber of the meeting events and ``conversation.handoff``."""
+    """In-transaction subscriber of the meeting events, ``conversation.handoff`` and
+    ``conversation.assigned``."""
     if not email_enabled():
         return
-    rendered = _handoff(event) if event.type == EventType.CONVERSATION_HANDOFF else _meeting(event)
+    rendered = _handoff(event) if event.type in _HANDOFF_EVENTS else _meeting(event)
     emails_queue(event, rendered)
 
 
@@ -129,16 +132,25 @@ def _wants(person: User | None, preference: str) -> bool:
 
 
 def _handoff(event: Event) -> list[mail.Rendered]:
+    """The email to the person a handoff was given to (by routing, or by a manager's Assign),
+    unless they took it themselves or are online (their open dashboard shows it at once)."""
     facts = event.facts
     assignee_id = facts["conversation"]["assigned_to_id"]
     # A person taking the conversation over needs no email about it.
-    if not facts.get("auto_assigned") or assignee_id is None:
+    if assignee_id is None or facts["conversation"].get("joined_at"):
+        return []
+    if event.type == EventType.CONVERSATION_HANDOFF and not facts.get("auto_assigned"):
         return []
     user = (User.objects.select_related("tenant")
             .filter(pk=assignee_id, tenant_id=event.tenant_id, is_active=True).first())
-    if not _wants(user, "email_on_handoff"):
+    # Someone online sees it on their open dashboard at once; the email is for who is not.
+    if not _wants(user, "email_on_handoff") or user.status == UserStatus.ONLINE:
         return []
-    return [mail.handoff_email(user, facts["conversation"], facts["handoff"], user.tenant)]
+    handoff = facts.get("handoff") or (Conversation.objects.filter(pk=event.conversation_id)
+                                       .values_list("handoff", flat=True).first())
+    if not handoff:
+        return []
+    return [mail.handoff_email(user, facts["conversation"], handoff, user.tenant)]
 
 
 def _row(event: Event, rendered: mail.Rendered) -> OutboundEmail:

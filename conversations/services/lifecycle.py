@@ -10,11 +10,11 @@ from django.utils import timezone
 
 from core.models import EventType
 from tenants.models import Tenant, User
-from tenants.services import user_next_in_rotation
 
 from ..agent.types import Handoff
 from ..events import emit_conversation_event
 from ..models import IDLE_EXPIRY, Conversation, ConversationStatus
+from .routing import rep_for_handoff
 
 HANDOFF_CONTEXT_MESSAGES = 5
 
@@ -94,14 +94,18 @@ def conversation_delete(*, conversation: Conversation) -> None:
 
 
 def hand_off(conversation: Conversation, handoff: Handoff, *, now: datetime,
-             assignee: User | None = None, joined: bool = False) -> None:
+             assignee: User | None = None, joined: bool = False) -> User | None:
     """Gives the conversation (held by the caller, saved by it) to a person: ``assignee``, or
-    the member of the tenant's staff whose turn it is. ``joined``: the assignee takes it
-    themselves (a take-over), rather than being told to reply."""
+    the available member of the tenant's staff whose turn it is (``routing``), or nobody: it
+    then waits in the Unassigned queue. ``joined``: the assignee takes it themselves (a
+    take-over), rather than being told to reply. Returns whom it went to."""
     first = conversation.handoff is None
     conversation.status = ConversationStatus.HANDED_OFF
-    conversation.assigned_to = assignee or user_next_in_rotation(tenant_id=conversation.tenant_id,
-                                                                 now=now)
+    conversation.handed_off_at = now
+    lead = conversation.lead if conversation.lead_id else None
+    conversation.assigned_to = assignee or rep_for_handoff(
+        tenant=conversation.tenant, now=now,
+        preferred_id=lead.assigned_to_id if lead is not None else None)
     conversation.joined_at = now if joined and assignee is not None else None
     context = {
         "summary": conversation.summary or None,
@@ -120,5 +124,6 @@ def hand_off(conversation: Conversation, handoff: Handoff, *, now: datetime,
         f"Conversation handed off to {handoff.suggested_team}: {handoff.reason}",
         handoff=conversation.handoff, first_handoff=first,
         # Chosen by the rotation (the agent's or the visitor's handoff), not by a person taking
-        # it: the rep it went to is told by email (docs/meetings.md).
+        # it: the rep it went to is told by email when not online (docs/meetings.md).
         auto_assigned=assignee is None)
+    return conversation.assigned_to

@@ -1,6 +1,7 @@
 """What the team's changes mean for conversations and email (docs/dashboard.md, "Team"): an
 invitation is emailed through the service's outbound email, and a deactivated person's open
-handoffs go back to the queue and on to the next person whose turn it is.
+handoffs go through the availability-aware routing (``conversations.services.routing``) to the
+next available person, or wait in the Unassigned queue when nobody is available.
 
 The team's own rows are ``tenants.team``'s; these services call it and add what the tenants app
 cannot reach (it is below this one)."""
@@ -15,12 +16,12 @@ from django.utils import timezone
 from core.models import EventType
 from tenants import team
 from tenants.models import Invitation, Tenant, User
-from tenants.services import user_next_in_rotation
 
 from .. import mail
 from ..events import emit_conversation_event
 from ..models import Conversation, ConversationStatus
 from .emails import email_enabled, emails_queue
+from .routing import rep_for_handoff
 
 
 def _send_invitation(event: Any, invitation: Invitation, token: str, actor: User | None) -> None:
@@ -52,8 +53,9 @@ def member_invitation_resend(*, invitation: Invitation, actor: User | None
 @transaction.atomic
 def member_deactivate(*, user: User, actor: User | None) -> tuple[User, int]:
     """Deactivates ``user`` (``tenants.team.member_set_active``) and gives each of their open
-    handoffs, in both modes, to the next person of the rotation (or leaves it waiting for
-    one when nobody is left). Returns the user and how many handoffs moved."""
+    handoffs, in both modes, to the next available person (``routing.rep_for_handoff``: active,
+    online, within their hours and under capacity; never ``user``, inactive by then), or to
+    the Unassigned queue when nobody is available. Returns the user and how many moved."""
     user = team.member_set_active(user=user, active=False, actor=actor)
     ids = list(Conversation.objects.filter(tenant_id=user.tenant_id, assigned_to=user,
                                            status=ConversationStatus.HANDED_OFF)
@@ -69,17 +71,19 @@ def _reassign(pk: Any, *, leaving: User, actor: User | None) -> None:
     if current is None:
         return
     now = timezone.now()
-    successor = user_next_in_rotation(tenant_id=current.tenant_id, now=now)
+    successor = rep_for_handoff(tenant=leaving.tenant, now=now)
     current.assigned_to, current.joined_at = successor, None
     current.save(update_fields=["assigned_to", "joined_at", "updated_at"])
-    who = successor.display_name if successor else "nobody yet (waiting in the queue)"
+    who = successor.display_name if successor else "the Unassigned queue (nobody available)"
     emit_conversation_event(
         current, EventType.CONVERSATION_ASSIGNED,
-        f"Conversation reassigned to {who}: {leaving.display_name} was deactivated",
+        (f"Conversation reassigned to {who}" if successor else
+         "Conversation back in the Unassigned queue: nobody available")
+        + f": {leaving.display_name} was deactivated",
         actor=team.actor_facts(actor), reason="member_deactivated",
         previous_assigned_to_id=str(leaving.pk))
 
 
 def member_reactivate(*, user: User, actor: User | None) -> User:
-    """Lets a deactivated member sign in again (and join the rotation)."""
+    """Lets a deactivated member sign in again (and be routed handoffs when available)."""
     return team.member_set_active(user=user, active=True, actor=actor)

@@ -57,7 +57,7 @@ from ..models import (
     Message,
     Role,
 )
-from . import capture
+from . import capture, routing
 from .lifecycle import conversation_end, conversation_start, hand_off
 from .messages import append_message
 
@@ -446,10 +446,23 @@ def _notice_high_value(turn: _Turn) -> None:
 
 
 def _hand_off_if_asked(turn: _Turn) -> None:
+    """Hands off on the analysis' request. With nobody available the conversation waits, and
+    the reply tells when someone will reply and, without an address yet, asks for one so the
+    answer can reach the visitor."""
     handoff = turn.analysis.handoff
-    if handoff and turn.conversation.status == ConversationStatus.ACTIVE:
-        turn.plan = replace(turn.plan, handoff=handoff)
-        hand_off(turn.conversation, handoff, now=turn.now)
+    if not handoff or turn.conversation.status != ConversationStatus.ACTIVE:
+        return
+    turn.plan = replace(turn.plan, handoff=handoff)
+    if hand_off(turn.conversation, handoff, now=turn.now) is not None:
+        return
+    conversation = turn.conversation
+    wait = routing.waiting(tenant=conversation.tenant, now=turn.now)
+    opening = (scheduling.slot_label(wait.next_opening, turn.view)
+               if wait.next_opening is not None else "")
+    has_email = bool(turn.contact.email or (conversation.lead is not None
+                                            and conversation.lead.email))
+    turn.plan = replace(turn.plan, handoff_waiting=True, handoff_opening=opening,
+                        handoff_busy=wait.someone_in_hours, needs_email=not has_email)
 
 
 def _follow_up(turn: _Turn) -> None:

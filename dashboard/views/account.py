@@ -1,6 +1,7 @@
 """My profile (docs/dashboard.md, "Accounts"): what a person of the tenant decides for themselves
 — name and email, password, the emails they get and whether meetings are booked with them,
-two-factor sign-in — and their calendar. The admin token is nobody in particular: it has none.
+two-factor sign-in, their availability for handoffs — and their calendar. The admin token is
+nobody in particular: it has none.
 
 The page is a list of sections (``SECTIONS``), each a template include under
 ``dashboard/profile/`` with a form that posts to its own address and comes back to the page:
@@ -28,12 +29,15 @@ from core.errors import ServiceError
 from tenants import services as tenant_services
 from tenants import team as tenant_team
 from tenants import two_factor
+from tenants.availability import tenant_hours
 
 from ..auth import dashboard_view
 from .common import attempt, mark_invalid, refuse_on_form
+from .presence import AvailabilityForm, availability_initial, availability_save
+from .settings import DAYS
 
 # The page's sections, in order: each an include of dashboard/profile/.
-SECTIONS = ["details", "password", "notifications", "two_factor", "calendar"]
+SECTIONS = ["details", "password", "notifications", "availability", "two_factor", "calendar"]
 
 
 class DetailsForm(forms.Form):
@@ -56,7 +60,7 @@ class CodeForm(forms.Form):
 
 
 def _profile(request: HttpRequest, *, status: int = 200, **forms_given: Any) -> HttpResponse:
-    user = request.actor.user
+    user, tenant = request.actor.user, request.actor.tenant
     setup = two_factor.totp_device(user=user, confirmed=False)
     context: dict[str, Any] = {
         "section": "account",
@@ -68,9 +72,12 @@ def _profile(request: HttpRequest, *, status: int = 200, **forms_given: Any) -> 
         "preferences_form": PreferencesForm(initial={
             "takes_meetings": user.takes_meetings, "email_on_meeting": user.email_on_meeting,
             "email_on_handoff": user.email_on_handoff}),
+        "availability_form": AvailabilityForm(initial=availability_initial(user, tenant)),
+        "tenant_hours": tenant_hours(tenant), "tenant_timezone": tenant.meeting_timezone,
+        "day_names": dict(DAYS),
         "code_form": CodeForm(),
         "two_factor_on": two_factor.totp_device(user=user) is not None,
-        "two_factor_required": request.actor.tenant.require_two_factor,
+        "two_factor_required": tenant.require_two_factor,
         "setup": _setup(setup) if setup else None,
         "calendar": request.actor.read(calendar_selectors.connection_of, both_modes=True,
                                        user=user),
@@ -155,6 +162,21 @@ def profile_notifications(request: HttpRequest) -> HttpResponse:
     attempt(request, lambda: tenant_services.user_set_preferences(
         user=request.actor.user, **form.cleaned_data), "Your settings are saved.")
     return redirect(reverse("dashboard:profile") + "#notifications")
+
+
+@dashboard_view()
+def profile_availability(request: HttpRequest) -> HttpResponse:
+    """My availability, a section of the page: its form posts here; a visit (its former page's
+    address) leads to the section."""
+    if request.actor.user is None:
+        messages.error(request, "Signed in with the admin token: sign in as a person to set "
+                                "your availability.")
+        return redirect("dashboard:home")
+    if request.method == "POST":
+        form = AvailabilityForm(request.POST)
+        if not (form.is_valid() and availability_save(request, form, request.actor.user)):
+            return _profile(request, status=400, availability_form=form)
+    return redirect(reverse("dashboard:profile") + "#availability")
 
 
 @require_POST

@@ -25,6 +25,8 @@ TRANSCRIPT_CAP = 500
 TABS = {
     "mine": ("Assigned to me", (ConversationStatus.HANDED_OFF,)),
     "handed_off": ("All handoffs", (ConversationStatus.HANDED_OFF,)),
+    # Handoffs nobody was available for, waiting for a person (docs/dashboard.md).
+    "unassigned": ("Unassigned", (ConversationStatus.HANDED_OFF,)),
     "active": ("Active", (ConversationStatus.ACTIVE,)),
     "ended": ("Ended", (ConversationStatus.CLOSED, ConversationStatus.EXPIRED)),
     "all": ("All", None),
@@ -47,6 +49,7 @@ def conversation_index(request: HttpRequest) -> HttpResponse:
     channel = request.GET.get("channel", "")
     conversations = actor.read(conversation_selectors.conversation_queue, statuses=TABS[tab][1],
                                assignee=actor.user if tab == "mine" else None,
+                               unassigned=tab == "unassigned",
                                channel=channel if channel in Channel.values else None)
     tabs = {key: label for key, (label, _) in TABS.items() if key != "mine" or actor.user is not None}
     return render(request, "dashboard/conversations.html", {

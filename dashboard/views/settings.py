@@ -75,6 +75,13 @@ class MeetingForm(forms.Form):
                                  help_text="Replaces the offered slots when set.")
 
 
+class PresenceForm(forms.Form):
+    idle_minutes = forms.IntegerField(
+        min_value=tenant_services.PRESENCE_IDLE_MINUTES[0],
+        max_value=tenant_services.PRESENCE_IDLE_MINUTES[1], label="Away after (minutes idle)",
+        help_text="Someone with the dashboard open and not using it turns away after this.")
+
+
 class WidgetForm(forms.Form):
     title = forms.CharField(max_length=60)
     greeting = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))
@@ -108,6 +115,8 @@ def _initial_forms(tenant, look) -> dict[str, forms.Form]:
             "timezone": tenant.meeting_timezone, "days": tenant.meeting_days or [0, 1, 2, 3, 4],
             "start_hour": tenant.meeting_start_hour, "end_hour": tenant.meeting_end_hour,
             "minutes": tenant.meeting_minutes, "booking_url": tenant.booking_url}),
+        "presence_form": PresenceForm(initial={
+            "idle_minutes": max(1, tenant.presence_idle_seconds // 60)}),
         "widget_form": WidgetForm(initial={
             "title": look.title, "greeting": look.greeting, "position": look.position,
             "primary_color": look.primary_color, "text_color": look.text_color}),
@@ -153,7 +162,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
 _FORM_FIELDS = {"meeting_timezone": "timezone", "meeting_days": "days",
                 "meeting_start_hour": "start_hour", "meeting_end_hour": "end_hour",
                 "meeting_minutes": "minutes", "allowed_origins": "origins",
-                "agent_base_url": "base_url"}
+                "agent_base_url": "base_url", "presence_idle_minutes": "idle_minutes"}
 
 
 def _save(request: HttpRequest, name: str, form: forms.Form, write, success: str) -> HttpResponse:
@@ -222,6 +231,14 @@ def settings_meetings(request: HttpRequest) -> HttpResponse:
         timezone_name=data["timezone"].strip(), days=data["days"],
         start_hour=data["start_hour"], end_hour=data["end_hour"], minutes=data["minutes"],
         booking_url=data["booking_url"]), "Meeting availability saved.")
+
+
+@require_POST
+@dashboard_view(manage=True)
+def settings_presence(request: HttpRequest) -> HttpResponse:
+    return _save(request, "presence_form", PresenceForm(request.POST), lambda data: request.actor.write(
+        tenant_services.tenant_set_presence_idle, both_modes=True, minutes=data["idle_minutes"]),
+        "Presence saved.")
 
 
 @require_POST

@@ -113,3 +113,167 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", reveal);
   else reveal();
 })();
+
+/* Presence and live notifications (docs/dashboard.md, "Availability and routing"), on every
+ * page of a signed-in person (<body data-live data-activity data-activity-every>):
+ *
+ *   - the page holds the person's live stream (EventSource on data-live): while any of their
+ *     pages is open they count as there; the last one closed, they are offline;
+ *   - it reports activity (a key, a click, the pointer, scrolling, the page coming into view)
+ *     with a POST to data-activity, at most every data-activity-every seconds, so that idleness
+ *     turns them away and activity brings them back;
+ *   - "presence" events set the status in the header; a "handoff" event (a conversation given
+ *     to them) shows a toast linking to it, adds one to the count beside Conversations, plays a
+ *     short tone when Sound is on (kept in localStorage), and raises a browser notification when
+ *     the person allowed them (the "Notify me" button asks).
+ */
+(function () {
+  "use strict";
+
+  var body = document.body;
+  var liveUrl = body && body.getAttribute("data-live");
+  if (!liveUrl || !window.EventSource) return;
+  var activityUrl = body.getAttribute("data-activity");
+  var every = Math.max(1, Number(body.getAttribute("data-activity-every")) || 60) * 1000;
+  var SOUND_KEY = "dashboard.sound";
+  var LABELS = { online: "Online", away: "Away", offline: "Offline" };
+
+  function csrf() {
+    var field = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  var lastSent = 0;
+  var pending = false;
+  function active() {
+    var now = Date.now();
+    if (pending || now - lastSent < every) return;
+    pending = true;
+    lastSent = now;
+    fetch(activityUrl, { method: "POST", credentials: "same-origin",
+                         headers: { "X-CSRFToken": csrf() } })
+      .catch(function () { lastSent = 0; })
+      .then(function () { pending = false; });
+  }
+  ["keydown", "mousedown", "mousemove", "wheel", "touchstart", "scroll"].forEach(function (type) {
+    window.addEventListener(type, active, { passive: true });
+  });
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") active();
+  });
+
+  function showStatus(status) {
+    document.querySelectorAll("[data-presence-label]").forEach(function (el) {
+      el.textContent = LABELS[status] || status;
+    });
+    document.querySelectorAll("[data-presence-dot]").forEach(function (el) {
+      el.className = "status-dot " + status;
+    });
+    document.querySelectorAll("[data-presence]").forEach(function (button) {
+      button.setAttribute("aria-pressed", String(button.getAttribute("data-presence") === status));
+    });
+    body.setAttribute("data-status", status);
+  }
+
+  function soundOn() {
+    try { return window.localStorage.getItem(SOUND_KEY) === "on"; } catch (e) { return false; }
+  }
+
+  function tone() {
+    var Context = window.AudioContext || window.webkitAudioContext;
+    if (!Context) return;
+    try {
+      var audio = new Context();
+      var oscillator = audio.createOscillator();
+      var gain = audio.createGain();
+      oscillator.frequency.value = 880;
+      gain.gain.value = 0.08;
+      oscillator.connect(gain);
+      gain.connect(audio.destination);
+      oscillator.start();
+      oscillator.stop(audio.currentTime + 0.18);
+    } catch (e) { /* no sound where the browser refuses it */ }
+  }
+
+  function bumpUnread() {
+    document.querySelectorAll("[data-unread]").forEach(function (badge) {
+      badge.textContent = String((Number(badge.textContent) || 0) + 1);
+      badge.hidden = false;
+    });
+  }
+
+  function toast(data) {
+    var box = document.querySelector("[data-toasts]");
+    if (!box) return;
+    var item = document.createElement("div");
+    item.className = "toast";
+    item.setAttribute("data-toast", data.conversation);
+    var close = document.createElement("button");
+    close.type = "button";
+    close.setAttribute("aria-label", "Dismiss");
+    close.textContent = "×";
+    close.addEventListener("click", function () { item.remove(); });
+    var title = document.createElement("div");
+    title.textContent = "New handoff: " + data.who;
+    var link = document.createElement("a");
+    link.href = data.url;
+    link.textContent = "Open the conversation";
+    item.appendChild(close);
+    item.appendChild(title);
+    if (data.reason) {
+      var reason = document.createElement("div");
+      reason.className = "small";
+      reason.textContent = data.reason;
+      item.appendChild(reason);
+    }
+    item.appendChild(link);
+    box.appendChild(item);
+  }
+
+  function notify(data) {
+    if (!("Notification" in window) || Notification.permission !== "granted") return;
+    try {
+      var shown = new Notification("New handoff: " + data.who, { body: data.reason || "", tag: data.conversation });
+      shown.onclick = function () { window.focus(); window.location.href = data.url; };
+    } catch (e) { /* some browsers only notify from a service worker */ }
+  }
+
+  var stream = new EventSource(liveUrl);
+  stream.addEventListener("presence", function (event) {
+    showStatus(JSON.parse(event.data).status);
+  });
+  stream.addEventListener("handoff", function (event) {
+    var data = JSON.parse(event.data);
+    toast(data);
+    bumpUnread();
+    if (soundOn()) tone();
+    notify(data);
+  });
+  window.addEventListener("pagehide", function () { stream.close(); });
+
+  function setup() {
+    var sound = document.querySelector("[data-sound-toggle]");
+    if (sound) {
+      var paint = function () {
+        var on = soundOn();
+        sound.setAttribute("aria-pressed", String(on));
+        sound.textContent = on ? "Sound on" : "Sound off";
+      };
+      paint();
+      sound.hidden = false;
+      sound.addEventListener("click", function () {
+        try { window.localStorage.setItem(SOUND_KEY, soundOn() ? "off" : "on"); } catch (e) { return; }
+        paint();
+      });
+    }
+    var ask = document.querySelector("[data-notify-permission]");
+    if (ask && "Notification" in window && Notification.permission === "default") {
+      ask.hidden = false;
+      ask.addEventListener("click", function () {
+        Notification.requestPermission().then(function () { ask.hidden = true; });
+      });
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
+  else setup();
+})();

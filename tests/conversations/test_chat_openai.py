@@ -8,6 +8,7 @@ from leads.models import Lead
 from tenants.services import tenant_set_agent
 from tests.chat_helpers import chat, events
 from tests.events import v1_data
+from tests.factories import UserFactory
 
 
 def test_a_turn_is_an_analysis_call_then_a_streamed_reply(api, kit, fake):
@@ -214,6 +215,7 @@ def test_the_reply_instructions_follow_the_plan(api, kit, fake):
 
 
 def test_odd_values_in_the_analysis_fall_back_to_defaults(api, kit, fake):
+    UserFactory(tenant=kit.tenant, available=True)  # someone takes the handoff
     fake.analysis = {"intent": "support", "confidence": "very", "contact": "lee@corp.io",
                      "language": "Deutsch", "subject": "  ", "summary": 42,
                      "handoff": {"reason": "x" * 600, "priority": "asap", "suggested_team": "legal"}}
@@ -235,6 +237,7 @@ def test_arguments_that_are_not_an_object_fall_back_to_the_rules(api, kit, fake)
 
 
 def test_a_request_for_a_person_the_model_missed_is_handed_off(api, kit, fake):
+    UserFactory(tenant=kit.tenant, available=True)  # someone takes the handoff
     fake.analysis = {"intent": "greeting", "confidence": 0.9, "handoff": {"priority": "low"}}
     r = chat(api, kit, "Can I talk to a real person, please?")
     data = r.json()

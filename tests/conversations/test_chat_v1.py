@@ -237,7 +237,7 @@ def test_the_email_is_asked_once_and_again_only_to_book_or_for_offered_details(a
 
 
 def test_handoff_assigns_reps_round_robin_and_silences_the_agent(api, kit):
-    reps = [UserFactory(tenant=kit.tenant), UserFactory(tenant=kit.tenant)]
+    reps = [UserFactory(tenant=kit.tenant, available=True) for _ in range(2)]
     first = chat(api, kit, "I want to talk to a human", visitor="a")
     data = first.json()
     assert data["handoff"]["suggestedTeam"] == "sales"

@@ -224,11 +224,24 @@ def test_a_refusing_server_is_retried_with_backoff_then_the_failure_recorded(
     assert [r.to for r in smtp.received] == ["ray@acme.test"]
 
 
+def _assigned_by_a_manager(api, kit, rep, message="I want to talk to a human", session=None):
+    """The visitor asks for a person while nobody is online (the handoff waits), and a manager
+    gives it to ``rep``, who is not online either."""
+    from conversations.models import Conversation
+    from conversations.services import conversation_assign
+
+    sid = chat(api, kit, message, session=session).json()["sessionId"]
+    conversation = Conversation.objects.get(pk=uuid.UUID(hex=sid[5:]))
+    assert conversation.assigned_to is None
+    conversation_assign(conversation=conversation, user=rep)
+    return sid
+
+
 def test_the_rep_a_conversation_is_handed_to_gets_an_email(
         api, kit, host, smtp, send_emails, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         sid = chat(api, kit, "Hi, I'm Ann from Hooli, ann@hooli.com").json()["sessionId"]
-        chat(api, kit, "I want to talk to a human", session=sid)
+        _assigned_by_a_manager(api, kit, host, session=sid)
     [received] = smtp.to("ray@acme.test")
     text = received.text()
     assert "handed off to you" in received.message["Subject"]
@@ -243,7 +256,19 @@ def test_a_rep_who_opted_out_gets_no_handoff_email(api, kit, host, smtp, send_em
     host.email_on_handoff = False
     host.save()
     with django_capture_on_commit_callbacks(execute=True):
+        _assigned_by_a_manager(api, kit, host)
+    assert smtp.received == [] and not OutboundEmail.objects.exists()
+
+
+def test_a_rep_online_sees_the_handoff_live_and_gets_no_email(
+        api, kit, host, smtp, send_emails, django_capture_on_commit_callbacks):
+    from conversations.models import Conversation
+    from tests.factories import make_available
+
+    make_available(host)
+    with django_capture_on_commit_callbacks(execute=True):
         chat(api, kit, "I want to talk to a human")
+    assert Conversation.objects.get().assigned_to == host
     assert smtp.received == [] and not OutboundEmail.objects.exists()
 
 
@@ -290,7 +315,7 @@ def test_an_email_the_broker_could_not_take_is_the_next_sweeps(
     broken_broker.outage(REFUSED)
     email_queue.sending = True  # the real enqueue, to the broker that refuses
     with django_capture_on_commit_callbacks(execute=True):
-        assert chat(api, kit, "I want to talk to a human").status_code == 200
+        _assigned_by_a_manager(api, kit, host)
     row = OutboundEmail.objects.get(kind="handoff")
     assert row.status == EmailStatus.QUEUED and row.enqueued_at is None
     email_queue.sending = False

@@ -209,7 +209,10 @@ def test_a_decided_handoff_is_announced_truthfully_whatever_the_model_would_say(
     fake.reply = "As a digital AI assistant I don't have the ability to access real humans."
     content = (_streamed(api, kit, "I want a human")[0] if streamed
                else chat(api, kit, "I want a human").json()["content"])
-    assert content == "I'm bringing in a member of our team, who will reply here shortly."
+    # The tenant has nobody to take it: the visitor is told so, and asked for an address.
+    assert content == ("Nobody from our team is available right now: someone will reply here as "
+                       "soon as they can. What's your email address, so that the answer reaches "
+                       "you even if you leave this page?")
     assert fake.reply_requests() == []
 
 

@@ -34,7 +34,7 @@ from leads.models import Lead
 from leads.services import lead_delete, lead_update
 from leads.vocabulary import LEGACY_OF_STORED, legacy_status, stored_from_v1, v1_status
 from tests.chat_helpers import chat, take
-from tests.factories import make_lead
+from tests.factories import make_available, make_lead
 
 migration = importlib.import_module("core.migrations.0003_event_facts_from_old_data")
 
@@ -234,6 +234,7 @@ def old_legacy_data(type: str, data: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def scenario(api, kit, rep):
     """Every type the old code wrote, through today's services."""
+    make_available(rep)  # the old rotation gave every handoff to someone: so does routing here
     ada = make_lead(kit, name="Ada", title="CTO", phone="+4915112345678", tags=["vip"],
                     custom_fields={"plan": "pro"}, assigned_to_id=rep.pk)
     lead_update(lead=ada, changes={"status": "qualified", "score": 40},

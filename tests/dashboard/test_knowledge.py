@@ -82,15 +82,16 @@ def test_the_list_shows_the_modes_documents_newest_first_with_their_status(kit, 
 
 def test_the_list_costs_the_same_queries_for_one_document_or_a_full_page(kit, manager,
                                                                          django_assert_max_num_queries):
-    # The session, the user, the tenant, the count and the page of documents.
+    # The session, the user, the tenant, the handoffs unread beside Conversations, the count
+    # and the page of documents.
     client = signed_in(manager)
     document(kit, "First")
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         client.get(PAGE)
     for i in range(30):
         document(kit, f"Doc {i}", f"Passage number {i}.".encode(), minutes_ago=i + 1)
     index_pending()
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         html = client.get(PAGE).content.decode()
     assert len(rows(html)) == 25 and "Page 1 of 2" in html and "31 documents" in html
     html = client.get(PAGE + "?page=2").content.decode()

@@ -16,6 +16,7 @@ from tenants.services import tenant_set_meetings
 from tests.chat_helpers import chat
 from tests.conversations.meeting_helpers import book
 from tests.dashboard.client import signed_in
+from tests.factories import make_available
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-|[0-9a-f]{32}")
 
@@ -26,6 +27,7 @@ def lived(api, kit, manager, rep):
     Nurturing from the dashboard."""
     tenant_set_meetings(tenant=kit.tenant, timezone_name="Europe/Berlin", days=[0, 1, 2, 3, 4, 5, 6],
                         start_hour=9, end_hour=17, minutes=30, booking_url="")
+    make_available(rep)  # the handoff goes to someone who is there
     meeting, _ = book(api, kit)
     chat(api, kit, "Can I talk to a person please?", session="sess_" + meeting.conversation_id.hex)
     signed_in(manager).post(f"/dashboard/leads/{meeting.lead_id}/status/", {"status": "nurturing"})

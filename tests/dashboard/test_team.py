@@ -1,7 +1,8 @@
 """The Team page over HTTP (docs/dashboard.md, "Team"): the list (one query for the open
 handoffs, whatever the team's size), invitations (emailed over real SMTP, shown once, resent,
 revoked; every dead link says why), roles and the last manager, deactivation (sessions end,
-sign-in refused, handoffs reassigned through the rotation, the lead's history tells who), the
+sign-in refused, handoffs reassigned through the availability-aware routing or left in the
+Unassigned queue, the lead's history tells who), the
 events with their actor, and a stranger's ids (404)."""
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import Conversation
+from conversations.services.routing import routing_sweep
 from core.models import Event
 from tenants.models import Invitation, User
 from tenants.services import user_create
 from tests.chat_helpers import chat
 from tests.dashboard.client import Client, signed_in
-from tests.factories import PASSWORD
+from tests.factories import PASSWORD, make_available
 
 GOOD_PASSWORD = "plum-orchard-47-lantern"
 
@@ -44,20 +46,31 @@ def _handoff(api, kit, visitor: str) -> Conversation:
 # --- the page -----------------------------------------------------------------------------------
 
 def test_the_team_page_lists_people_with_role_and_open_handoffs(api, kit, manager, rep):
+    make_available(manager)
+    make_available(rep)
     conversation = _handoff(api, kit, "v-1")
+    rep.status = "away"
+    rep.save(update_fields=["status"])
     page = signed_in(manager).get("/dashboard/team/").content.decode()
     assert "Mia" in page and "Ray" in page and "ray@acme.test" in page
     assert "Sales manager" in page and "Sales rep" in page
     row = re.search(rf'data-member="{conversation.assigned_to_id}".*?</tr>', page, re.S).group(0)
     assert '<td class="handoffs">1</td>' in row
+    # Each person's presence beside their role.
+    for person, shown in ((manager, "Online"), (rep, "Away")):
+        row = re.search(rf'data-member="{person.pk}".*?</tr>', page, re.S).group(0)
+        assert f'data-member-status="{person.status}"><span class="status-dot {person.status}"' in row
+        assert shown in row
 
 
 def test_the_list_costs_the_same_queries_whatever_the_team(api, kit, manager,
                                                           django_assert_max_num_queries):
     client = signed_in(manager)
     client.get("/dashboard/team/")
+    make_available(manager)
     for n in range(8):
-        user_create(tenant=kit.tenant, email=f"rep{n}@acme.test", first_name=f"Rep{n}")
+        make_available(user_create(tenant=kit.tenant, email=f"rep{n}@acme.test",
+                                   first_name=f"Rep{n}"))
     for n in range(6):
         _handoff(api, kit, f"v-{n}")
     with django_assert_max_num_queries(10):
@@ -209,6 +222,8 @@ def test_the_last_active_manager_cannot_be_deactivated(kit, manager):
 # --- deactivation ---------------------------------------------------------------------------------
 
 def test_deactivating_ends_sessions_refuses_sign_in_and_reassigns_handoffs(api, kit, manager, rep):
+    make_available(manager)
+    make_available(rep)
     conversations = [_handoff(api, kit, f"v-{n}") for n in range(3)]
     theirs = [c for c in conversations if c.assigned_to_id == rep.pk]
     assert theirs  # the rotation gave some to Ray
@@ -235,6 +250,10 @@ def test_deactivating_ends_sessions_refuses_sign_in_and_reassigns_handoffs(api, 
     # His history stays: the conversations he had still name him.
     assert Conversation.objects.filter(tenant=kit.tenant).count() == 3
     assert Event.objects.get(type="team.member_deactivated").facts["member"]["id"] == str(rep.pk)
+    # The users API still lists him (leads and conversations name him), as inactive.
+    listed = {u["id"]: u for u in api.get("/api/v1/users", headers=kit.auth("read")).json()["data"]}
+    assert listed[f"user_{rep.pk.hex}"]["active"] is False
+    assert listed[f"user_{manager.pk.hex}"]["active"] is True
 
     # Reactivated, he signs in again.
     assert signed_in(manager).post(f"/dashboard/team/members/{rep.pk}/reactivate/").status_code == 302
@@ -243,6 +262,8 @@ def test_deactivating_ends_sessions_refuses_sign_in_and_reassigns_handoffs(api, 
 
 
 def test_the_lead_history_tells_who_deactivated_whom(api, kit, manager, rep):
+    make_available(manager)
+    make_available(rep)
     sid = chat(api, kit, "Hi, I'm Sam, sam@umbrella.io", visitor="v-sam").json()["sessionId"]
     chat(api, kit, "I want to talk to a human", visitor="v-sam", session=sid)
     conversation = Conversation.objects.get(visitor_id="v-sam")
@@ -255,6 +276,36 @@ def test_the_lead_history_tells_who_deactivated_whom(api, kit, manager, rep):
     page = signed_in(manager).get(f"/dashboard/leads/{conversation.lead_id}/").content.decode()
     assert "Conversation reassigned to Mia" in page
     assert "Ray was deactivated by Mia" in page
+
+
+def test_with_nobody_available_the_handoffs_wait_in_the_unassigned_queue(api, kit, manager, rep):
+    # Ray is online and has the handoffs; Mia is not available (offline): nobody can take them.
+    make_available(rep)
+    conversations = [_handoff(api, kit, f"v-{n}") for n in range(2)]
+    assert all(c.assigned_to_id == rep.pk for c in conversations)
+    lead_sid = chat(api, kit, "Hi, I'm Sam, sam@umbrella.io", visitor="v-sam").json()["sessionId"]
+    chat(api, kit, "I want to talk to a human", visitor="v-sam", session=lead_sid)
+    with_lead = Conversation.objects.get(visitor_id="v-sam")
+    assert with_lead.assigned_to_id == rep.pk and with_lead.lead_id
+
+    assert signed_in(manager).post(f"/dashboard/team/members/{rep.pk}/deactivate/").status_code == 302
+    rep.refresh_from_db()
+    assert not rep.is_active and rep.status == "online"  # still online, never chosen again
+    for conversation in [*conversations, with_lead]:
+        conversation.refresh_from_db()
+        assert conversation.assigned_to_id is None and conversation.status == "handed_off"
+        event = Event.objects.get(conversation_id=conversation.pk, type="conversation.assigned")
+        assert event.facts["reason"] == "member_deactivated"
+        assert event.facts["conversation"]["assigned_to_id"] is None
+        assert "Unassigned queue" in event.description
+    page = signed_in(manager).get(f"/dashboard/leads/{with_lead.lead_id}/").content.decode()
+    assert "Conversation back in the Unassigned queue: nobody available" in page
+    assert "Ray was deactivated by Mia" in page
+    # Once Mia is available, the routing's sweep offers her the waiting ones.
+    make_available(manager)
+    assert routing_sweep() == 3
+    assert set(Conversation.objects.filter(tenant=kit.tenant).values_list(
+        "assigned_to_id", flat=True)) == {manager.pk}
 
 
 def test_a_strangers_people_and_invitations_are_not_found(manager, stranger):

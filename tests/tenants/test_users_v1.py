@@ -17,7 +17,10 @@ def test_lists_the_tenants_users_in_v1_shape(api, kit, reps, stranger):
     data = r.json()
     assert [u["id"] for u in data["data"]] == [f"user_{u.pk.hex}" for u in reps]
     first = data["data"][0]
-    assert set(first) == {"id", "email", "name", "role", "createdAt"}
+    assert set(first) == {"id", "email", "name", "role", "status", "timezone", "active",
+                          "createdAt"}
+    assert (first["role"], first["status"], first["timezone"], first["active"]) == (
+        "rep", "offline", "UTC", True)
     assert first["createdAt"].endswith("Z") and len(first["createdAt"]) == 24
     assert data["pagination"] == {"page": 1, "limit": 25, "total": 3, "totalPages": 1,
                                   "hasMore": False}

@@ -33,7 +33,7 @@ def delivered(api, kit, receiver, enqueued, django_capture_on_commit_callbacks):
     """Subscribes to every type, runs a scenario that fires each, and returns what arrived."""
     services.subscription_create(tenant=kit.tenant, livemode=True, url=receiver.url(),
                                  events=list(V1_EVENT_TYPES), secret=SECRET)
-    UserFactory(tenant=kit.tenant)
+    UserFactory(tenant=kit.tenant, available=True)
     admin = kit.auth("admin")
     with django_capture_on_commit_callbacks(execute=True):
         lead = api.post("/api/v1/leads", json={"email": "ann@example.com", "name": "Ann",

@@ -35,8 +35,12 @@ widget_settings_update(tenant=a, title="Acme Sales", greeting="Hi! Ask me anythi
                        position="bottom-right", primary_color="#4f46e5", text_color="#ffffff")
 widget_settings_update(tenant=b, title="Beta Support", greeting="Welcome to Beta.",
                        position="bottom-left", primary_color="#047857", text_color="#ffffff")
-user_create(tenant=a, email="rita@acme.test", first_name="Rita", last_name="Rep", role="manager",
-            password={password!r})
+rita = user_create(tenant=a, email="rita@acme.test", first_name="Rita", last_name="Rep",
+                   role="manager", password={password!r})
+# Rita is there whenever the test runs: online, working every hour (docs/dashboard.md).
+rita.status, rita.working_hours = "online", {{"days": list(range(7)), "start_hour": 0,
+                                              "end_hour": 24}}
+rita.save()
 """
 
 

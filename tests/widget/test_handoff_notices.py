@@ -36,6 +36,9 @@ user_create(tenant=acme, email="dana@acme.test", first_name="Dana", last_name="D
             password={password!r})
 user_create(tenant=acme, email="rita@acme.test", first_name="Rita", last_name="Rep",
             role="manager", password={password!r})
+# Both are there whenever the test runs: online, working every hour (docs/dashboard.md).
+acme.users.update(status="online", working_hours={{"days": list(range(7)), "start_hour": 0,
+                                                    "end_hour": 24}})
 """
 
 
@@ -212,7 +215,8 @@ def test_without_business_hours_or_staff_in_the_visitors_language(stack):
                                message="Bonjour, je voudrais parler à un humain s'il vous plaît")
     shown = snapshot(stack, session, "v-fr", tenant="beta")
     assert shown["agent"] is None
-    assert shown["notice"] == "Un membre de notre équipe vous répondra ici sous peu."
+    # Nobody has it and nobody can: no time is promised (docs/dashboard.md).
+    assert shown["notice"] == "Un membre de notre équipe vous répondra ici."
 
 
 # --- in the browser --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from core.languages import detect_language
 
 from .. import answers, rules
-from ..phrases import phrase
+from ..phrases import handoff_text, phrase
 from ..types import Analysis, Handoff, ReplyPlan, TurnContext
 from .base import Provider
 
@@ -61,7 +61,7 @@ class BuiltinProvider(Provider):
 def compose(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> str:
     lang = ctx.language
     if plan.handoff:
-        return phrase(lang, "support" if plan.handoff.suggested_team == "support" else "handoff")
+        return handoff_text(lang, plan)
     name = ctx.known_contact.merged(analysis.contact).name
     named = f", {name.split()[0]}" if name else ""
     parts = [

@@ -25,7 +25,7 @@ from django.conf import settings
 from core.errors import ProviderTimeout, ProviderUnavailable
 
 from .. import prompts
-from ..phrases import phrase
+from ..phrases import handoff_text
 from ..types import INTENTS, PRIORITIES, TEAMS, Analysis, Contact, Handoff, ReplyPlan, TurnContext
 from .base import AnalysisUnusable, Provider
 
@@ -152,8 +152,7 @@ class OpenAIProvider(Provider):
         if plan.handoff:
             # Decided by the turn, so announced in fixed words: nothing a model writes can
             # contradict it.
-            yield phrase(ctx.language, "support" if plan.handoff.suggested_team == "support"
-                         else "handoff")
+            yield handoff_text(ctx.language, plan)
             return
         system = prompts.REPLY.format(tenant=ctx.tenant_name, language=ctx.language,
                                       words=max(20, ctx.limits.max_chars // 7),
