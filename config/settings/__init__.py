@@ -130,6 +130,10 @@ if DATABASE_URL:
         # packets) costs a connection attempt this long at most (libpq's default: forever).
         DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
             "connect_timeout", env_int("DB_CONNECT_TIMEOUT_SECONDS", 3, minimum=2))
+        # No JIT compilation: every statement of a request costs milliseconds, and PostgreSQL
+        # compiles any whose estimate passes jit_above_cost, 20-25 ms of compiling for a search
+        # whose walk takes 5 (docs/deploy.md).
+        DATABASES["default"]["OPTIONS"].setdefault("options", "-c jit=off")
     if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_POOL", True):
         # One psycopg pool per process: every request thread of daphne would otherwise hold a
         # connection of its own, and a few hundred concurrent streams exhaust the server's.

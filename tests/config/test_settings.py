@@ -30,7 +30,7 @@ out = {
     "broker": settings.CELERY_BROKER_URL,
     "broker_transport": settings.CELERY_BROKER_TRANSPORT,
     "db_options": {k: v for k, v in settings.DATABASES["default"].get("OPTIONS", {}).items()
-                   if k in ("connect_timeout", "pool")},
+                   if k in ("connect_timeout", "pool", "options")},
     "broker_options": settings.CELERY_BROKER_TRANSPORT_OPTIONS,
     "https": settings.V1_REQUIRE_HTTPS,
     "proxy": list(getattr(settings, "SECURE_PROXY_SSL_HEADER", None) or []),
@@ -90,6 +90,8 @@ def test_production_configuration(tmp_path):
     # Nothing waits for ever on a server that accepts connections and never answers.
     assert out["db_options"]["connect_timeout"] == 3
     assert out["db_options"]["pool"]["timeout"] == 1  # one slice of the wait
+    # No JIT compiling for a request's statements of milliseconds (docs/deploy.md).
+    assert out["db_options"]["options"] == "-c jit=off"
     assert out["broker_options"] == {"socket_connect_timeout": 1, "socket_timeout": 2}
     assert out["cache"] == "django.core.cache.backends.redis.RedisCache"
     assert out["layer"] == "channels_redis.core.RedisChannelLayer"
@@ -117,3 +119,13 @@ def test_bad_values_stop_the_process(tmp_path, env, complaint):
     proc = settings_in(tmp_path, **env)
     assert proc.returncode != 0
     assert "ImproperlyConfigured" in proc.stderr and complaint in proc.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+                    reason="PostgreSQL's JIT (CI runs the suite on PostgreSQL too)")
+def test_the_service_s_postgresql_connections_compile_nothing(db):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone() == ("off",)
