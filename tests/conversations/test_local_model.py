@@ -21,6 +21,7 @@ from conversations.models import Conversation, Message
 from leads.models import Lead
 from tenants.services import tenant_set_agent, tenant_set_agent_limits
 from tests.chat_helpers import chat
+from tests.factories import UserFactory
 from tests.local_model import MODEL
 
 pytestmark = [pytest.mark.live, pytest.mark.local_model]
@@ -103,6 +104,7 @@ def test_a_streamed_turn_about_pricing_is_capped_and_invents_no_price(api, smol)
 
 
 def test_a_request_for_a_person_hands_off_in_fixed_words(api, smol):
+    UserFactory(tenant=smol.tenant, available=True)  # someone takes the handoff
     content, frames = streamed(api, smol, "I want to talk to a real person, please.")
     assert content == phrase("en", "handoff")
     assert frames[-1][1]["handoff"]["reason"]
