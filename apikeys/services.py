@@ -125,7 +125,8 @@ def api_key_authenticate(raw: str) -> ApiKey | None:
     """The usable key whose secret is ``raw``, with its tenant loaded; None otherwise."""
     if not raw.startswith((LIVE_PREFIX, TEST_PREFIX)) or len(raw) > 100:
         return None
-    row = fetch_one(_KEY_WITH_TENANT, [digest(raw)])
+    # By its unique hash: one plan for every key, prepared once per connection.
+    row = fetch_one(_KEY_WITH_TENANT, [digest(raw)], prepared=True)
     if row is None:
         return None
     key = _KEY_COLUMNS.load(row[:len(_KEY_COLUMNS)])

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q
 
 from core.pagination import Page
-from core.sql import fetch_all, fetch_one, iso_timestamp_sql
+from core.sql import execute_with_values, fetch_all, fetch_one, iso_timestamp_sql, prepared_cursor
 from core.sql import quote as _q
 from tenants.models import Tenant
 
@@ -135,7 +135,9 @@ def lead_total(*, tenant: Tenant, livemode: bool, filters: LeadFilters = LeadFil
     where, params = _count_where(tenant, livemode, filters)
     sql = (f'SELECT SUM("count") FROM {_q(LeadDailyCount._meta.db_table)} '
            f'WHERE {" AND ".join(where)}')
-    return int(fetch_one(sql, params)[0] or 0)
+    # Prepared: the only index of the counts, (tenant, mode, day, status, source), serves
+    # every tenant alike, so a plan made without the values is the plan made with them.
+    return int(fetch_one(sql, params, prepared=True)[0] or 0)
 
 
 def _bucket_counts(column: str, *, tenant: Tenant, livemode: bool, filters: LeadFilters,
@@ -208,8 +210,8 @@ def lead_list(
 
 
 def _lead_rows(sql: str, params: list) -> list[dict[str, Any]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    with prepared_cursor() as cursor:
+        execute_with_values(cursor, sql, params)
         names = [column[0] for column in cursor.description]
         found = cursor.fetchall()
     rows = [dict(zip(names, values, strict=True)) for values in found]
@@ -359,15 +361,18 @@ def _walk_rows(*, tenant: Tenant, livemode: bool, q: str, fields: tuple[str, ...
            f"LIMIT %s OFFSET %s) ORDER BY {order}")
     params += [*condition_params, limit, offset]
     if connection.vendor == "postgresql":
+        nested = connection.in_atomic_block
         with transaction.atomic():
             fetch_one("SELECT set_config('enable_seqscan', 'off', true), "
                       "set_config('enable_bitmapscan', 'off', true), "
                       "set_config('jit', 'off', true), "
                       "set_config('max_parallel_workers_per_gather', '0', true)", [])
             rows = _lead_rows(sql, params)
-            # Rolled back, so the settings end here even inside a caller's transaction: a
-            # read has nothing else to lose.
-            transaction.set_rollback(True)
+            # The settings end with this transaction; inside a caller's, rolling back to the
+            # savepoint ends them here (a read has nothing else to lose). Not otherwise: a
+            # rollback also forgets the connection's prepared statements (core.sql).
+            if nested:
+                transaction.set_rollback(True)
     else:
         rows = _lead_rows(sql, params)
     for row in rows:

@@ -14,6 +14,9 @@ starts afresh when the server is back, instead of after the old one's reconnecti
 
 Django turns these errors into ``django.db.OperationalError``, which both surfaces answer with
 503 and ``Retry-After`` (``config/api/errors.py``).
+
+It also lends the cursor of ``core.sql.prepared_cursor``: parameters bound by the server, so
+that psycopg prepares a statement run again on the same connection (``prepare_threshold``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from django.db.backends.postgresql import base
 from psycopg_pool import PoolTimeout
 
 from core.breaker import Breaker
+
+# The name ``create_cursor`` is given for a cursor binding its parameters on the server.
+PREPARED = "<prepared>"
 
 # While the server cannot be reached, a direct connection is tried this often.
 COOLDOWN_SECONDS = 1.0
@@ -88,7 +94,34 @@ def pool_wait_at_most(seconds: float) -> Iterator[None]:
         _pool_wait.reset(token)
 
 
+class DatabaseOperations(base.DatabaseOperations):
+    def last_executed_query(self, cursor, sql, params):
+        """The statement as it ran, values written in, as for Django's own statements (what
+        the tests and the benchmarks capture): a prepared cursor keeps its values apart."""
+        if isinstance(cursor, base.ServerBindingCursor):
+            return self.compose_sql(sql, params) if params else sql
+        return super().last_executed_query(cursor, sql, params)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
+    def prepared_cursor(self):
+        """A cursor as ``cursor()`` gives (wrapped, its statements logged and counted), whose
+        parameters are bound by the server instead of written into the statement: one text per
+        statement, which psycopg prepares from its second run on this connection."""
+        return self._cursor(PREPARED)
+
+    def create_cursor(self, name=None):
+        if name is not PREPARED:
+            return super().create_cursor(name)
+        cursor = base.ServerBindingCursor(self.connection)
+        # As Django does for its own cursors.
+        tzloader = self.connection.adapters.get_loader(base.TIMESTAMPTZ_OID, base.Format.TEXT)
+        if self.timezone != tzloader.timezone:
+            base.register_tzloader(self.timezone, cursor)
+        return cursor
+
     def get_new_connection(self, conn_params):
         breaker, probe = _shared(self.settings_dict)
         if not breaker.allows():

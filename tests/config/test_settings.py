@@ -30,7 +30,7 @@ out = {
     "broker": settings.CELERY_BROKER_URL,
     "broker_transport": settings.CELERY_BROKER_TRANSPORT,
     "db_options": {k: v for k, v in settings.DATABASES["default"].get("OPTIONS", {}).items()
-                   if k in ("connect_timeout", "pool", "options")},
+                   if k in ("connect_timeout", "pool", "options", "prepare_threshold")},
     "broker_options": settings.CELERY_BROKER_TRANSPORT_OPTIONS,
     "https": settings.V1_REQUIRE_HTTPS,
     "proxy": list(getattr(settings, "SECURE_PROXY_SSL_HEADER", None) or []),
@@ -92,6 +92,8 @@ def test_production_configuration(tmp_path):
     assert out["db_options"]["pool"]["timeout"] == 1  # one slice of the wait
     # No JIT compiling for a request's statements of milliseconds (docs/deploy.md).
     assert out["db_options"]["options"] == "-c jit=off"
+    # The hottest statements are prepared from their second run (core.sql.prepared_cursor).
+    assert out["db_options"]["prepare_threshold"] == 1
     assert out["broker_options"] == {"socket_connect_timeout": 1, "socket_timeout": 2}
     assert out["cache"] == "django.core.cache.backends.redis.RedisCache"
     assert out["layer"] == "channels_redis.core.RedisChannelLayer"
@@ -101,6 +103,13 @@ def test_production_configuration(tmp_path):
     assert out["proxy"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     assert out["cors"] == ["https://shop.example.com"]
     assert out["hosts"] == ["api.example.com", ".example.org"]
+
+
+def test_prepared_statements_can_be_turned_off_for_a_pooler(tmp_path):
+    proc = settings_in(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/salesagent",
+                       DEBUG="1", DB_PREPARED_STATEMENTS="0")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["db_options"]["prepare_threshold"] is None
 
 
 @pytest.mark.parametrize(
