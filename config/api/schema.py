@@ -306,12 +306,15 @@ _V1_POST_ERRORS = {
     409: "conflict: also a request whose Idempotency-Key is still being processed",
     422: "unprocessable: also an Idempotency-Key reused with a different request",
 }
-# Answers every operation may give: a rate limit, and a server it depends on that is gone.
+# Answers every operation may give: an Accept header no JSON satisfies, a rate limit, and a
+# server it depends on that is gone.
 _V1_EVERYWHERE = {
+    "406": "invalid_request: the Accept header admits no JSON",
     "429": "rate_limit_exceeded",
     "503": "service_unavailable: the database, the cache or the task queue cannot be reached",
 }
-_LEGACY_EVERYWHERE = {"429": "{error: description}", "503": "{error: description}"}
+_LEGACY_EVERYWHERE = {"406": "{error: description}", "429": "{error: description}",
+                      "503": "{error: description}"}
 _METHODS = ("get", "put", "post", "patch", "delete", "head", "options")
 
 

@@ -10,6 +10,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.api.input.JSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.renderers.ContentNegotiation",
     "DEFAULT_SCHEMA_CLASS": "config.api.schema.AutoSchema",
     "DEFAULT_METADATA_CLASS": "config.api.metadata.Metadata",
     "UNAUTHENTICATED_USER": None,

@@ -49,3 +49,33 @@ def test_nothing_renders_empty():
 def test_api_responses_use_it(api, kit):
     r = api.get("/api/v1/leads?limit=1", headers=kit.auth("read"))
     assert r.status_code == 200 and r.content.startswith(b'{"data":[]')
+
+
+@pytest.mark.parametrize("accept", [None, "*/*", "application/json", " application/json "])
+def test_any_json_is_answered_json(api, kit, accept):
+    headers = kit.auth("read") | ({"Accept": accept} if accept is not None else {})
+    r = api.get("/api/v1/leads?limit=1", headers=headers)
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+
+
+def test_an_indented_answer_is_still_negotiated(api, kit):
+    r = api.get("/api/v1/leads?limit=1", headers=kit.auth("read") | {
+        "Accept": "application/json; indent=2"})
+    assert r.status_code == 200 and b'\n  "pagination"' in r.content
+
+
+def test_an_answer_no_renderer_gives_is_refused_in_the_surface_s_envelope(api, kit):
+    r = api.get("/api/v1/leads", headers=kit.auth("read") | {"Accept": "text/html"})
+    assert r.status_code == 406
+    assert r.json()["error"]["code"] == "invalid_request"
+    r = api.get("/api/leads", headers=kit.auth("read") | {"Accept": "text/html"})
+    assert r.status_code == 406
+    assert r.json() == {"error": "Could not satisfy the request Accept header."}
+
+
+def test_the_format_override_is_still_drf_s(api, kit):
+    r = api.get("/api/v1/leads?limit=1&format=json", headers=kit.auth("read"))
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    r = api.get("/api/v1/leads?limit=1&format=json", headers=kit.auth("read") | {
+        "Accept": "text/html"})
+    assert r.status_code == 406  # as DRF answers: the format narrows, Accept still decides
