@@ -296,17 +296,30 @@ def radicale(tmp_path):
     server.stop()
 
 
+def forget_free_busy() -> None:
+    """Empties the free/busy cache of every calendar connection, and nothing else of the cache:
+    ``cache.clear()`` would also empty the rate limiter's counters under a test running beside
+    this one (the workers of ``pytest -n`` share one Redis database)."""
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from calendars.availability import cache_key, window
+    from calendars.models import CalendarConnection
+
+    start, _end = window(timezone.now())
+    cache.delete_many([cache_key(connection, start)
+                       for connection in CalendarConnection.objects.all()])
+
+
 @pytest.fixture
-def local_calendars(settings):
+def local_calendars(db, settings):
     """Radicale listens on 127.0.0.1 over plain HTTP: calendar URLs may, for this test only. The
     free/busy cache starts and ends empty."""
-    from django.core.cache import cache
-
     settings.CALENDARS_ALLOW_HTTP = True
     settings.CALENDARS_ALLOW_PRIVATE_TARGETS = True
-    cache.clear()
+    forget_free_busy()
     yield settings
-    cache.clear()
+    forget_free_busy()
 
 
 # The production broker's options (config/settings, Redis; tests/config/test_settings.py).

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.core.cache import cache
-
 from calendars import selectors, services
 from calendars.models import MeetingCalendarWrite, WriteStatus
 from conversations import scheduling
 from conversations.models import Meeting
 from tenants.services import user_create
 from tests.chat_helpers import take
+from tests.conftest import forget_free_busy
 from tests.dashboard.client import signed_in
 from tests.factories import PASSWORD
 
@@ -25,14 +24,14 @@ def _deactivate(kit, rep) -> None:
                           role="manager", password=PASSWORD)
     r = signed_in(manager).post(f"/dashboard/team/members/{rep.pk}/deactivate/")
     assert r.status_code == 302
-    cache.clear()  # past the free/busy cache's minute
+    forget_free_busy()  # past the free/busy cache's minute
 
 
 def test_a_deactivated_reps_busy_time_no_longer_hides_a_slot(api, kit, rep, connected, radicale):
     _sid, slots = _offered(api, kit)
     first = scheduling.parse_token(_start(slots[0]))
     radicale.add_busy(first - timedelta(minutes=10), first + timedelta(minutes=40))
-    cache.clear()
+    forget_free_busy()
     _sid, busy = _offered(api, kit, visitor="visitor-2")
     assert _start(slots[0]) not in [_start(a) for a in busy]
 
