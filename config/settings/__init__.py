@@ -134,11 +134,11 @@ if DATABASE_URL:
         # compiles any whose estimate passes jit_above_cost, 20-25 ms of compiling for a search
         # whose walk takes 5 (docs/deploy.md).
         DATABASES["default"]["OPTIONS"].setdefault("options", "-c jit=off")
-        # The few hottest statements whose plan no value can change (the API key's lookup by
-        # its unique hash, core.sql.prepared_cursor) are prepared once per connection, from
-        # their second run: PostgreSQL then neither parses nor plans them again. Django's own
-        # statements are never prepared (client-side binding). Off for a pooler that cannot
-        # keep prepared statements (PgBouncer before 1.21 in transaction mode; docs/deploy.md).
+        # The hottest statements (core.sql.prepared_cursor: the API key's lookup, the lead
+        # list's count and page) are prepared once per connection, from their second run:
+        # PostgreSQL then neither parses nor plans them again. Django's own statements are
+        # never prepared (client-side binding). Off for a pooler that cannot keep prepared
+        # statements (PgBouncer before 1.21 in transaction mode; docs/deploy.md).
         DATABASES["default"]["OPTIONS"]["prepare_threshold"] = (
             1 if env_bool("DB_PREPARED_STATEMENTS", True) else None)
     if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("DB_POOL", True):
