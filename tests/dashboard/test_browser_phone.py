@@ -105,8 +105,8 @@ def phone_stack(tmp_path_factory):
         yield {"base": base, "browser": chromium, "env": env, "conversation": conversation, **ids}
 
 
-def _sign_in(stack, email: str):
-    context = stack["browser"].new_context(**PHONE)
+def _sign_in(stack, email: str, device: dict | None = None):
+    context = stack["browser"].new_context(**(device or PHONE))
     page = context.new_page()
     page.goto(stack["base"] + "/dashboard/login/")
     page.fill("#id_username", email)
@@ -183,5 +183,20 @@ def test_no_dashboard_page_scrolls_sideways_on_a_phone(phone_stack):
              overflow: getComputedStyle(w).overflowX}))""")
         assert boxes and all(b["overflow"] == "auto" and b["right"] <= 390 for b in boxes), boxes
         assert any(b["scroll"] > b["client"] for b in boxes), boxes
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 1280, 1024])
+def test_the_dashboard_s_links_stay_on_one_line_on_a_wider_screen(phone_stack, width):
+    """A manager's navigation (Team included) is one row of links: the sign-in and presence
+    controls go to a row of their own rather than squeeze the links onto three."""
+    context, page = _sign_in(phone_stack, "mia@acme.test",
+                             {"viewport": {"width": width, "height": 800}})
+    try:
+        rows = page.evaluate("""Array.from(document.querySelectorAll('nav.main a'),
+            (a) => Math.round(a.getBoundingClientRect().top))""")
+        assert len(rows) >= 7 and len(set(rows)) == 1, rows
+        assert _page_width(page)[0] <= width
     finally:
         context.close()
