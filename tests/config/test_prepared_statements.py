@@ -101,3 +101,15 @@ def test_captured_statements_carry_their_values(api, kit):
     assert len(statements) == 3 and all(statements)
     assert not any("%s" in sql or "$1" in sql for sql in statements)
     assert kit.key_rows["live"]["read"].hashed_key in statements[0]
+
+
+@pytest.mark.parametrize("q", ["100%", "o'brien", "a_b", "%s", "$1", "x\\y"])
+def test_values_written_in_are_quoted_before_and_after_preparation(api, kit, q):
+    """A search term is written into its statement's text: quotes, placeholders and LIKE's
+    wildcards in it stay the visitor's characters, on the first run and the prepared ones."""
+    make_lead(kit, email="obrien@example.com", name="O'Brien 100% a_b %s $1 x\\y")
+    make_lead(kit, email="other@example.com", name="Someone Else")
+    for _ in range(3):
+        r = api.get("/api/v1/leads/search", params={"q": q}, headers=kit.auth("read"))
+        assert r.status_code == 200, r.content
+        assert [lead["email"] for lead in body(r)["data"]] == ["obrien@example.com"], q
