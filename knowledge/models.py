@@ -162,3 +162,52 @@ class TermFrequency(models.Model):
     def __str__(self) -> str:
         return f"{self.lexeme}: {self.chunks}"
 
+
+
+class ChunkVector(models.Model):
+    """A chunk's embedding by one model (``core.embeddings``): what dense retrieval compares a
+    visitor's question with (``knowledge.vectors``).
+
+    ``model_id`` names the model that made it. Retrieval compares only vectors of the model the
+    process runs, and a change of model re-embeds in the background instead of mixing spaces.
+    ``vector`` is float16, little-endian. Deleting a chunk (or its document) deletes its vectors
+    in the same statement.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    # Indexed by the (chunk, model) constraint.
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="vectors",
+                              db_index=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    model_id = models.CharField(max_length=100)
+    vector = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chunk", "model_id"], name="chunk_vector_model"),
+        ]
+        indexes = [models.Index(fields=["tenant", "livemode", "model_id", "id"],
+                                name="chunk_vector_tenant")]
+
+    def __str__(self) -> str:
+        return f"{self.chunk_id} by {self.model_id}"
+
+
+class VectorSet(models.Model):
+    """The version of a tenant's vectors in one mode: bumped in every transaction that adds or
+    removes any, so that a process holding them in memory (``knowledge.vectors``) knows with one
+    primary-key read whether its copy is current, in whichever process the change was made."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    livemode = models.BooleanField()
+    version = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "livemode"], name="vector_set_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}/{self.livemode}: v{self.version}"

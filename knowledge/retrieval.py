@@ -1,27 +1,45 @@
 """Retrieval: the knowledge passages that may answer a visitor's message.
 
-This is the one interface the agent uses (the chat turn calls ``retrieve`` on every turn). It
-reads the full-text index of ``knowledge.index`` (PostgreSQL full-text search or SQLite FTS5,
-whichever the connection is) over the chunks of the tenant's ``ready`` documents in the
-caller's mode, and returns the best as passages: document id, title, an excerpt around the
-words that matched, the score, and the document's public URL if it has one (replies that use
-the passage carry it as a ``link`` action; docs/knowledge.md, "Citations").
+This is the one interface the agent uses (the chat turn calls ``retrieve`` on every turn). It is
+hybrid (docs/knowledge.md, "Hybrid retrieval"): the full-text index of ``knowledge.index``
+(PostgreSQL full-text search or SQLite FTS5, whichever the connection is) finds the chunks that
+share the question's words, the embeddings of ``knowledge.vectors`` find those that share its
+meaning, in any of the model's languages, and reciprocal rank fusion merges the two rankings.
+Both read only the tenant's ``ready`` documents in the caller's mode. The best come back as
+passages: document id, title, an excerpt around the words that matched, the fused score, the
+cosine of the question with the chunk, and the document's public URL if it has one (replies
+that use the passage carry it as a ``link`` action; docs/knowledge.md, "Citations").
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from uuid import UUID
 
+import numpy as np
+
+from core import embeddings
 from tenants.models import Tenant
 
-from . import index
+from . import index, vectors
+from .models import Chunk, DocumentStatus
+
+logger = logging.getLogger(__name__)
 
 EXCERPT_CHARS = 600
 # A document may give at most this many of the passages: two overlapping chunks of one document
 # would tell the agent the same thing twice.
 PER_DOCUMENT = 2
+# Reciprocal rank fusion: a chunk's score is the sum of 1 / (RRF_K + rank) over the rankings it
+# is in. 60 is the constant of the original paper (Cormack et al., 2009), and what Dify and
+# Chatwoot's Captain use; it keeps one ranking's first place from drowning the other's.
+RRF_K = 60
+CANDIDATES = 20  # taken from each ranking before fusing
+# The dense half offers only chunks at least this close to the question: the nearest chunk of a
+# tenant exists for every question, and one that is this far answers nothing.
+DENSE_FLOOR = 0.15
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 
@@ -34,29 +52,81 @@ class Passage:
     excerpt: str
     score: float = 0.0
     url: str | None = None
+    # The cosine of the question's embedding with the chunk's (None when either has none): how
+    # the agent tells a passage that answers from one that only shares words.
+    similarity: float | None = None
+    text: str = ""  # the whole chunk, for the agent's choice of sentences
 
 
 def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
-             excerpt_chars: int = EXCERPT_CHARS) -> list[Passage]:
-    """The best passages of the tenant's ready documents in this mode, best first."""
+             excerpt_chars: int = EXCERPT_CHARS,
+             query_vector: np.ndarray | None = None) -> list[Passage]:
+    """The best passages of the tenant's ready documents in this mode, best first.
+
+    ``query_vector`` is the question's embedding when the caller has it already (the turn embeds
+    the visitor's message once for its decisions too)."""
     if limit <= 0 or not query or not query.strip():
         return []
-    hits = index.search(tenant=tenant, livemode=livemode, query=query, limit=limit * 3)
+    lexical = index.search(tenant=tenant, livemode=livemode, query=query, limit=CANDIDATES)
+    if query_vector is None:
+        query_vector = _embed(query)
+    dense: list[vectors.DenseHit] = []
+    cosines: dict[int, float] = {}
+    if query_vector is not None:
+        dense = [hit for hit in vectors.search(tenant_id=tenant.pk, livemode=livemode,
+                                               query_vector=query_vector, limit=CANDIDATES)
+                 if hit.similarity >= DENSE_FLOOR]
+        cosines = {hit.chunk_id: hit.similarity for hit in dense}
+        cosines |= vectors.similarities(
+            tenant_id=tenant.pk, livemode=livemode, query_vector=query_vector,
+            chunk_ids=[hit.chunk_id for hit in lexical if hit.chunk_id not in cosines])
+    fused: dict[int, float] = {}
+    for ranking in ([hit.chunk_id for hit in lexical], [hit.chunk_id for hit in dense]):
+        for rank, chunk_id in enumerate(ranking, start=1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+    hits = {hit.chunk_id: hit for hit in lexical}
+    hits |= _hits(tenant=tenant, livemode=livemode,
+                  chunk_ids=[chunk_id for chunk_id in fused if chunk_id not in hits])
     terms = index.query_terms(query)
     passages: list[Passage] = []
     per_document: dict = {}
-    for hit in hits:
+    for chunk_id in sorted(fused, key=lambda c: (-fused[c], c)):
+        hit = hits.get(chunk_id)
+        if hit is None:
+            continue
         if per_document.get(hit.document_id, 0) >= PER_DOCUMENT:
             continue
         per_document[hit.document_id] = per_document.get(hit.document_id, 0) + 1
+        similarity = cosines.get(chunk_id)
         passages.append(Passage(
             document_id=hit.document_id, title=hit.title,
             excerpt=excerpt(hit.text, terms, limit=excerpt_chars),
-            score=round(hit.score, 6), url=hit.url or None,
+            score=round(fused[chunk_id], 6), url=hit.url or None,
+            similarity=None if similarity is None else round(similarity, 4), text=hit.text,
         ))
         if len(passages) == limit:
             break
     return passages
+
+
+def _embed(query: str) -> np.ndarray | None:
+    try:
+        return embeddings.encode_one(query)
+    except Exception:  # the full-text half still answers
+        logger.exception("embedding a question failed; retrieval is full-text only")
+        return None
+
+
+def _hits(*, tenant: Tenant, livemode: bool, chunk_ids: list[int]) -> dict[int, index.Hit]:
+    """The dense half's chunks as the full-text half returns its own (one query)."""
+    if not chunk_ids:
+        return {}
+    rows = (Chunk.objects.filter(pk__in=chunk_ids, tenant=tenant, livemode=livemode,
+                                 document__status=DocumentStatus.READY)
+            .values_list("id", "document_id", "document__title", "document__url", "heading", "text"))
+    return {row[0]: index.Hit(chunk_id=row[0], document_id=row[1], title=row[2], url=row[3] or "",
+                              heading=row[4], text=row[5], score=0.0)
+            for row in rows}
 
 
 def excerpt(text: str, terms: list[str], *, limit: int = EXCERPT_CHARS) -> str:

@@ -20,12 +20,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core import broker
+from core import broker, embeddings
 from core.errors import FieldError, InvalidRequest, Unprocessable
 from core.languages import ISO_639_1, detect_language
 from tenants.models import Tenant
 
-from . import index
+from . import index, vectors
 from .chunking import chunk_sections
 from .extraction import extract
 from .models import (
@@ -200,6 +200,10 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
     except ParseFailure as failure:
         return _fail(document_id, failure.reason)
 
+    # Embedded outside the transaction, as the parse is; a model that cannot run leaves the
+    # chunks without vectors, which retrieval's full-text half still finds and the re-embedding
+    # sweeper (vectors.reembed_batch) completes.
+    chunk_vectors = _embed(document.title, chunks)
     language = document.language
     if not language:
         sample = " ".join(c.text for c in chunks)[:LANGUAGE_SAMPLE_CHARS]
@@ -213,6 +217,8 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         index.unindex_document_chunks(document_id=document_id, **owner)
         Chunk.objects.filter(document_id=document_id).delete()
         index.store_chunks(document_id=document_id, config=config, chunks=chunks, **owner)
+        if chunk_vectors is not None:
+            vectors.store_vectors(document_id=document_id, vectors=chunk_vectors, **owner)
         now = timezone.now()
         current.status = DocumentStatus.READY
         current.failure_reason = ""
@@ -225,6 +231,15 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         current.updated_at = now
         current.save()
     return current
+
+
+def _embed(title: str, chunks) -> list | None:
+    try:
+        return list(embeddings.encode([vectors.embed_text(title=title, heading=c.heading, text=c.text)
+                                       for c in chunks]))
+    except Exception:  # the document is still worth indexing for full-text search
+        logger.exception("embedding the chunks of %r failed; the sweeper embeds them later", title)
+        return None
 
 
 def _fail(document_id: uuid.UUID, reason: str) -> Document | None:
@@ -278,4 +293,5 @@ def document_delete(*, document: Document) -> None:
             return
         index.unindex_document_chunks(document_id=document.pk, tenant_id=document.tenant_id,
                                       livemode=document.livemode)
-        Document.objects.filter(pk=document.pk).delete()
+        Document.objects.filter(pk=document.pk).delete()  # its chunks' vectors with it
+        vectors.bump(tenant_id=document.tenant_id, livemode=document.livemode)

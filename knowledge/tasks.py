@@ -4,6 +4,7 @@ that never finished (beat, every 5 minutes)."""
 from celery import shared_task
 from django.conf import settings
 
+from . import vectors
 from .services import document_index, documents_sweep_stuck
 
 # The parse has its own limit in a child process; these only catch a worker stuck elsewhere.
@@ -22,3 +23,17 @@ def index_document(document_id: str) -> str | None:
 @shared_task(name="knowledge.sweep_stuck", ignore_result=True)
 def sweep_stuck_documents() -> int:
     return documents_sweep_stuck()
+
+
+@shared_task(name="knowledge.reembed", ignore_result=True, soft_time_limit=240, time_limit=270)
+def reembed_chunks(batches: int = 40) -> int:
+    """Embeds with the current model the chunks that have no vector of it (beat, every minute):
+    after a change of model, or a document indexed while embedding failed. At most ``batches``
+    batches a run; the next run goes on."""
+    done = 0
+    for _ in range(batches):
+        embedded = vectors.reembed_batch()
+        done += embedded
+        if not embedded:
+            break
+    return done

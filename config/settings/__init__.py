@@ -247,6 +247,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Presence and routing (docs/dashboard.md, "Availability and routing").
     "presence-sweep": {"task": "tenants.presence_sweep", "schedule": 15.0},
     "offer-waiting-handoffs": {"task": "conversations.routing_sweep", "schedule": 30.0},
+    # Chunks without a vector of the current embedding model (docs/knowledge.md).
+    "reembed-chunks": {"task": "knowledge.reembed", "schedule": 60.0},
 }
 CELERY_TIMEZONE = "UTC"
 

@@ -19,3 +19,6 @@ KNOWLEDGE_PARSE_MEMORY_MB = env_int("KNOWLEDGE_PARSE_MEMORY_MB", 1024, minimum=2
 # A document still ``processing`` this long after its last indexing run started is enqueued
 # again by the sweeper (its worker died, or the broker was down at upload), up to 3 runs.
 KNOWLEDGE_STUCK_AFTER_SECONDS = env_int("KNOWLEDGE_STUCK_AFTER_SECONDS", 600, minimum=60)
+# Dense retrieval holds each searched tenant's vectors in memory, 2 KiB a chunk (20 MB per 10,000
+# chunks); the least recently searched go first past this budget, per process.
+KNOWLEDGE_VECTOR_CACHE_MB = env_int("KNOWLEDGE_VECTOR_CACHE_MB", 256, minimum=1)

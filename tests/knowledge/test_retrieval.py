@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge import services
+from knowledge import index, services
 from knowledge.models import Document, DocumentStatus
 from knowledge.retrieval import EXCERPT_CHARS, retrieve
 from tests.knowledge_helpers import index_pending
@@ -57,10 +57,14 @@ def test_a_rare_word_outweighs_a_common_one(kit):
     assert best.document_id == refunds.pk
 
 
-def test_three_or_more_words_need_two_of_them_in_one_passage(kit):
+def test_three_or_more_words_need_two_of_them_in_one_passage_in_the_full_text_half(kit):
     _doc(kit, "Team", "Every team gets a shared inbox.")
-    assert _ask(kit, "team dashboard export options") == []
-    assert len(_ask(kit, "team inbox export options")) == 1
+
+    def lexical(query):
+        return index.search(tenant=kit.tenant, livemode=True, query=query, limit=5)
+
+    assert lexical("team dashboard export options") == []
+    assert len(lexical("team inbox export options")) == 1
 
 
 def test_questions_made_only_of_filler_find_nothing(kit, handbook):
@@ -113,13 +117,32 @@ def test_a_long_passage_is_quoted_around_the_words_that_matched(kit):
     assert "Backups run every night" in passage.excerpt
 
 
-def test_documents_in_several_languages_are_each_matched_in_their_own(kit):
+def test_documents_in_several_languages_are_each_matched_in_their_own_first(kit):
     german = _doc(kit, "Handbuch", "Die Installation des Widgets dauert nur fünf Minuten.",
                   language="de")
     english = _doc(kit, "Handbook", "Installing the widget takes five minutes.", language="en")
     assert german.search_config in ("german", "simple") and english.search_config in ("english", "simple")
-    assert {p.document_id for p in _ask(kit, "Wie lange dauert die Installation?")} == {german.pk}
-    assert english.pk in {p.document_id for p in _ask(kit, "How long does installing take?")}
+    assert _ask(kit, "Wie lange dauert die Installation?")[0].document_id == german.pk
+    assert _ask(kit, "How long does installing take?")[0].document_id == english.pk
+
+
+def test_a_question_finds_a_passage_in_another_language_by_meaning(kit):
+    english = _doc(kit, "Security", "All customer data is encrypted at rest with AES-256 and stored "
+                   "in data centres in Frankfurt.", language="en")
+    _doc(kit, "Billing", "Invoices are sent on the first day of every month.", language="en")
+    for question in ("Wo werden unsere Daten gespeichert?", "Où sont stockées nos données ?",
+                     "¿Dónde se guardan nuestros datos?"):
+        first, *others = _ask(kit, question)
+        assert first.document_id == english.pk, question
+        assert all(first.similarity > other.similarity for other in others), question
+
+
+def test_a_question_in_other_words_finds_the_passage_that_answers_it(kit):
+    retention = _doc(kit, "Cancellation", "After a subscription ends, workspace content is kept "
+                     "for 30 days and then permanently deleted.")
+    _doc(kit, "Widget", "The chat widget loads asynchronously and never slows the page.")
+    [first, *_] = _ask(kit, "what happens to my stuff if i stop paying?")
+    assert first.document_id == retention.pk
 
 
 def test_nothing_to_retrieve_without_documents(kit):
