@@ -6,12 +6,14 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from agent.interface import use_chat
         from core import events
         from core.models import EventType
 
         from . import live
         from .events import register
         from .services.emails import EMAIL_EVENTS, emails_for_event
+        from .services.evaluation import ServiceChat
         from .services.routing import offer_on_status
 
         register()
@@ -25,3 +27,5 @@ class ConversationsConfig(AppConfig):
                          after_commit=True)
         # The emails an event calls for are rows written with it (docs/meetings.md, "Email").
         events.subscribe(emails_for_event, types=EMAIL_EVENTS)
+        # The agent's evaluation runs its cases through this app's chat turn (agent/eval/chat.py).
+        use_chat(ServiceChat())

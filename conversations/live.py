@@ -19,12 +19,12 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from agent.interface import phrase
 from core.breaker import Breaker
 from core.models import Event, EventType
 from core.timestamps import format_timestamp, parse_timestamp
 from tenants.models import User
 
-from .agent.phrases import phrase
 from .models import Conversation, ConversationStatus, Message
 
 logger = logging.getLogger("salesagent.live")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from conversations.agent.types import Slot
+from agent.interface import Slot
 from tenants.models import Tenant
 
 from .models import Meeting, MeetingStatus

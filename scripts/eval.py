@@ -55,7 +55,7 @@ def _run(args: list[str], extra: list[str]) -> dict:
     out = io.StringIO()
     call_command("eval_agent", *args, *[a for a in extra if a != "--verbose"], "--json", stdout=out)
     summary = json.loads(out.getvalue())
-    from conversations.eval.report import table
+    from agent.eval.report import table
 
     print("\n" + table(summary, verbose="--verbose" in extra))
     return summary

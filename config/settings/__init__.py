@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "tenants",
     "apikeys",
     "leads",
+    "agent",
     "conversations",
     "knowledge",
     "analytics",

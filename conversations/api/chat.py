@@ -10,9 +10,9 @@ from asgiref.sync import async_to_sync
 from django.http import HttpResponse
 from rest_framework.response import Response
 
+from agent.interface import provider_for
 from tenants.models import Tenant
 
-from ..agent.providers import provider_for
 from ..services import TurnInput, TurnOutcome, run_turn, stream_turn, turn_open
 from .sse import event_stream
 

@@ -11,6 +11,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from agent.interface import INTENTS
 from apikeys.models import Scope
 from config.api.fields import (
     NOT_WHITESPACE,
@@ -25,7 +26,6 @@ from config.api.renderers import JSONRenderer
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from conversations import presenters
-from conversations.agent.types import INTENTS
 from conversations.models import Channel, Conversation, ConversationStatus, Message
 from conversations.selectors import conversation_list, conversation_messages
 from conversations.services import (

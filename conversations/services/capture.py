@@ -9,6 +9,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 
+from agent.interface import Contact, ReplyPlan
 from core.errors import ServiceError
 from core.models import EventType
 from leads.events import lead_facts
@@ -17,7 +18,6 @@ from leads.services import LeadEmailTaken, lead_create, lead_update
 from tenants.services import user_next_in_rotation
 
 from .. import scheduling
-from ..agent.types import Contact, ReplyPlan
 from ..events import emit_conversation_event, meeting_facts
 from ..models import Conversation, Meeting
 from .emails import confirmation_queued

@@ -28,15 +28,23 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from agent.interface import (
+    Analysis,
+    AnalysisUnusable,
+    BuiltinProvider,
+    Passage,
+    Provider,
+    ReplyGuard,
+    ReplyPlan,
+    TurnContext,
+    classify,
+    compose,
+    fit,
+    phrase,
+    private_instructions,
+)
 from core.errors import ServiceError
 
-from ..agent import prompts, rules
-from ..agent.guard import ReplyGuard, fit
-from ..agent.phrases import phrase
-from ..agent.providers import Provider
-from ..agent.providers.base import AnalysisUnusable
-from ..agent.providers.builtin import BuiltinProvider, compose
-from ..agent.types import Analysis, Passage, ReplyPlan, TurnContext
 from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close, with_visitor_choice
 
 logger = logging.getLogger("salesagent.chat")
@@ -56,7 +64,7 @@ def _asked(plan: ReplyPlan | None, *, stopped: str | None) -> dict[str, str]:
 
 
 def _silent_analysis(ctx: TurnContext) -> Analysis:
-    intent, confidence = rules.classify(ctx.message)
+    intent, confidence = classify(ctx.message)
     return Analysis(intent=intent, confidence=confidence)
 
 
@@ -135,7 +143,7 @@ class _Turn:
         guard = ReplyGuard(max_chars=self.opened.ctx.limits.max_chars,
                            max_chunks=self.opened.ctx.limits.max_tokens,
                            sources=self._sources(),
-                           private=prompts.private(tenant=self.opened.ctx.tenant_name))
+                           private=private_instructions(tenant=self.opened.ctx.tenant_name))
         truncated = False
         async for chunk, late in self._model_chunks(guard):
             truncated = truncated or late

@@ -8,10 +8,10 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from agent.interface import Handoff
 from core.models import EventType
 from tenants.models import Tenant, User
 
-from ..agent.types import Handoff
 from ..events import emit_conversation_event
 from ..models import IDLE_EXPIRY, Conversation, ConversationStatus
 from .routing import rep_for_handoff

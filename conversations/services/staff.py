@@ -9,11 +9,11 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from agent.interface import Handoff
 from core.errors import Conflict, FieldError, InvalidRequest, NotFound
 from core.models import EventType
 from tenants.models import User
 
-from ..agent.types import Handoff
 from ..events import emit_conversation_event, message_facts
 from ..models import Conversation, ConversationStatus, Message, Role
 from .lifecycle import hand_off

@@ -21,6 +21,26 @@ from typing import Any, NamedTuple
 from django.db import transaction
 from django.utils import timezone
 
+from agent.interface import (
+    BANT,
+    BUILTIN_LANGUAGES,
+    Analysis,
+    Contact,
+    HistoryMessage,
+    LeadSnapshot,
+    Passage,
+    ReplyLimits,
+    ReplyPlan,
+    TenantFacts,
+    TurnContext,
+    conversation_subject,
+    conversation_summary,
+    lead_score,
+    phrase,
+    qualifies,
+    read_message,
+    said_by_visitor,
+)
 from core.errors import NotFound
 from core.languages import detect_language
 from core.models import EventType
@@ -32,21 +52,6 @@ from leads.services import lead_seen, lead_update
 from tenants.models import Tenant
 
 from .. import scheduling
-from ..agent import rules, scoring
-from ..agent import summary as builtin_summary
-from ..agent.phrases import SUPPORTED as BUILTIN_LANGUAGES
-from ..agent.phrases import phrase
-from ..agent.types import (
-    Analysis,
-    Contact,
-    HistoryMessage,
-    LeadSnapshot,
-    Passage,
-    ReplyLimits,
-    ReplyPlan,
-    TenantFacts,
-    TurnContext,
-)
 from ..events import emit_conversation_event, message_facts
 from ..models import (
     IDLE_EXPIRY,
@@ -338,9 +343,9 @@ def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) ->
     """Merges what the provider and the deterministic rules read in the message into the
     conversation: contact details, intents, signals, language."""
     ctx = opened.ctx
-    reading = rules.read(ctx.message)  # the deterministic net under any model
+    reading = read_message(ctx.message)  # the deterministic net under any model
     # Only what the visitor wrote: a model's invented details are no lead's.
-    told = rules.said_by_visitor(analysis.contact, "\n".join(
+    told = said_by_visitor(analysis.contact, "\n".join(
         [*(m.content for m in ctx.history if m.role == "user"), ctx.message]))
     # What is known stays (a later mis-reading must not rename a company); a new email wins, as
     # visitors correct their address.
@@ -399,7 +404,7 @@ def _meeting(turn: _Turn, lead: Lead | None) -> None:
 def _score(turn: _Turn) -> None:
     """Scores the conversation and moves its lead: score, status, last intent, qualified."""
     conversation, tenant = turn.conversation, turn.conversation.tenant
-    result = scoring.score(turn.contact, frozenset(turn.seen))
+    result = lead_score(turn.contact, frozenset(turn.seen))
     conversation.signals = sorted(turn.seen)
     conversation.lead_score = result.value
     conversation.score_reasons = result.reasons
@@ -410,8 +415,8 @@ def _score(turn: _Turn) -> None:
     if changes:
         lead = lead_update(lead=lead, changes=changes, touch_activity=True,
                            score_reasons=result.reasons)
-    reason = scoring.qualifies(result, turn.contact, min_score=tenant.qualification_min_score,
-                               min_bant=tenant.qualification_min_bant)
+    reason = qualifies(result, turn.contact, min_score=tenant.qualification_min_score,
+                       min_bant=tenant.qualification_min_bant)
     if reason and lead.status in OPEN_LEAD_STATUSES:
         lead = lead_update(lead=lead, changes={"status": "qualified"}, qualification_reason=reason)
         turn.plan = replace(turn.plan, qualified=True)
@@ -493,7 +498,7 @@ def _email_wanted(turn: _Turn) -> bool:
         return True
     if "email" in turn.asked:
         return False
-    return bool(analysis.intent in EMAIL_WORTHY or turn.seen & set(scoring.BANT))
+    return bool(analysis.intent in EMAIL_WORTHY or turn.seen & set(BANT))
 
 
 # --- 5. close -----------------------------------------------------------------------------
@@ -546,13 +551,13 @@ def _summarize(conversation: Conversation, analysis: Analysis) -> None:
     """The conversation's subject and summary: the provider's, or the builtin agent's."""
     contact = _contact(conversation)
     conversation.subject = (analysis.subject
-                            or builtin_summary.subject(conversation.intents, contact))[:200]
+                            or conversation_subject(conversation.intents, contact))[:200]
     if analysis.summary:
         conversation.summary = analysis.summary
         return
     meeting = (conversation.meetings.filter(status=MeetingStatus.SCHEDULED).first()
                if MEETING_BOOKED in conversation.signals else None)
-    conversation.summary = builtin_summary.summary(
+    conversation.summary = conversation_summary(
         intents=conversation.intents, contact=contact, signals=conversation.signals,
         score=conversation.lead_score,
         meeting=scheduling.make_slot(conversation.tenant, meeting.starts_at).label if meeting else None,

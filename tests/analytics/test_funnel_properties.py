@@ -19,10 +19,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
 
+from agent.providers import provider_for
 from analytics.models import ChannelDailyStat, LeadDailyStat, LeadJourney, VisitorDay
 from analytics.selectors import FUNNEL_STAGES
 from config.ratelimit import get_store
-from conversations.agent.providers import provider_for
 from conversations.services import TurnInput, run_turn, turn_open
 from tests.analytics_helpers import (
     clock,

@@ -51,7 +51,7 @@ def test_without_the_local_model_its_tests_skip_with_one_message_saying_how_to_i
 
     # As if llama-cpp-python were not installed: its import finds nothing.
     code = ("import sys, pytest; sys.modules['llama_cpp'] = None; sys.exit(pytest.main(["
-            "'-q', '-p', 'no:cacheprovider', 'tests/conversations/test_local_model.py']))")
+            "'-q', '-p', 'no:cacheprovider', 'tests/agent/test_local_model.py']))")
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
         env=environment({"DATABASE_URL": None, "REDIS_URL": None, "PYTEST_XDIST_WORKER": None,

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.agent.phrases import phrase
+from agent.phrases import phrase
 from conversations.services.turn import HISTORY_LIMIT
 from tests.chat_helpers import chat
 

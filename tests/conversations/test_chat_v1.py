@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.agent.phrases import phrase
+from agent.phrases import phrase
 from conversations.models import Conversation, Meeting, Message
 from leads.models import Lead
 from tenants.services import tenant_set_facts

@@ -2,7 +2,7 @@
 
 import re
 
-from conversations.agent.phrases import phrase
+from agent.phrases import phrase
 from conversations.models import Conversation
 from leads.models import Lead
 from tests.chat_helpers import chat

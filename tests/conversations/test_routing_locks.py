@@ -12,7 +12,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from conversations.agent.types import Handoff
+from agent.types import Handoff
 from conversations.models import Conversation
 from conversations.services import lifecycle
 from tests.factories import UserFactory, make_tenant

@@ -9,11 +9,11 @@ import ast
 from tests import live
 
 ROOT = live.ROOT
-APPS = ("core", "tenants", "apikeys", "leads", "knowledge", "conversations", "analytics",
+APPS = ("core", "tenants", "apikeys", "leads", "knowledge", "agent", "conversations", "analytics",
         "webhooks", "widget", "dashboard", "calendars")
 # The domain apps that write and emit; the subscribers above them may import them, not the
 # reverse.
-BELOW_SUBSCRIBERS = ("core", "tenants", "apikeys", "leads", "knowledge", "conversations")
+BELOW_SUBSCRIBERS = ("core", "tenants", "apikeys", "leads", "knowledge", "agent", "conversations")
 
 
 def _imports_of(app: str) -> dict[str, set[str]]:

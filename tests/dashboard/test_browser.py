@@ -53,7 +53,7 @@ lead_create(tenant=tenant, livemode=True, email="bob@globex.com", name="Bob", so
 lead_update(lead=lead, changes={{"status": "qualified"}})
 # Three of the visitors chat on the widget; one leaves her email.
 from asgiref.sync import async_to_sync
-from conversations.agent.providers import provider_for
+from agent.providers import provider_for
 from conversations.services import TurnInput, run_turn, turn_open
 for i, text in enumerate(["What does it cost?", "I'm Dee, dee@initech.com", "Hello"]):
     opened = turn_open(TurnInput(tenant=tenant, livemode=True, visitor_id="v%d" % i, message=text,

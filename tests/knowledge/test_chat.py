@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import re
 
-from conversations.agent.guard import figures
-from conversations.agent.phrases import phrase
+from agent.guard import figures
+from agent.phrases import phrase
 from conversations.models import Message
 from knowledge.models import Document
 from tenants.services import tenant_set_facts

@@ -1,9 +1,9 @@
-"""The deterministic reading of visitor messages (conversations/agent/rules.py): the net under
+"""The deterministic reading of visitor messages (agent/rules.py): the net under
 every provider, and the whole of the builtin agent's understanding."""
 
 import pytest
 
-from conversations.agent import rules
+from agent import rules
 
 
 @pytest.mark.parametrize("message", [

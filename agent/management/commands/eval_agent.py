@@ -6,9 +6,9 @@ from contextlib import contextmanager
 
 from django.core.management.base import BaseCommand, CommandError
 
-from conversations.eval import Agent, CaseError, evaluate
-from conversations.eval.cases import DEFAULT_PATH
-from conversations.eval.report import table
+from agent.eval import Agent, CaseError, evaluate
+from agent.eval.cases import DEFAULT_PATH
+from agent.eval.report import table
 from tenants.models import AgentProvider
 
 

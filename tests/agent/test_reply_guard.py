@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conversations.agent.providers.openai import ANALYSIS_MAX_TOKENS
+from agent.providers.openai import ANALYSIS_MAX_TOKENS
 from conversations.models import Message
 from tenants.services import tenant_set_agent_limits, tenant_set_facts
 from tests.chat_helpers import chat
@@ -218,8 +218,8 @@ def test_a_decided_handoff_is_announced_truthfully_whatever_the_model_would_say(
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_reply_that_repeats_the_instructions_ends_before_them(api, kit, fake, streamed, caplog):
-    from conversations.agent import prompts
-    from conversations.agent.guard import word_runs
+    from agent import prompts
+    from agent.guard import word_runs
 
     fake.reply = ("Sure, happy to share. Here they are: You are the friendly, concise sales "
                   "assistant of Acme Inc, chatting on its website. Rules that nothing can change.")

@@ -11,9 +11,10 @@ tenant created and then deleted:
   enqueued) never happens: ``on_commit`` callbacks of a rolled-back transaction are dropped;
 - there is no cascade of deletions to keep in step with every table a turn writes.
 
-It holds because the whole turn runs on this thread's connection: ``turn_open`` is called
-here, and ``run_turn`` runs under ``async_to_sync``, whose ``sync_to_async`` steps
-(``turn_apply``, ``turn_close``) are thread-sensitive and so come back to this thread. The
+It holds because the whole turn runs on this thread's connection: the chat turn
+(``chat.Chat``, which ``conversations`` registers) calls ``turn_open`` on this thread, and
+``run_turn`` under ``async_to_sync``, whose ``sync_to_async`` steps (``turn_apply``,
+``turn_close``) are thread-sensitive and so come back to this thread. The
 provider's own work (HTTP to a model server) touches no database. Were a step ever moved to
 another connection, it could not see the uncommitted tenant and the run would stop with an
 error rather than measure a broken turn (the tests check that nothing is left behind).
@@ -26,16 +27,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.db import transaction
 
 from knowledge.services import document_create, document_index
 from tenants.services import tenant_create, tenant_set_agent, tenant_set_facts, user_create
 
-from ..agent.providers import provider_for
-from ..models import Conversation
-from ..services import TurnInput, run_turn, turn_open
+from ..providers import provider_for
 from .cases import CONTACT_FIELDS, Case
+from .chat import ChatEnd, the_chat
 
 
 @dataclass(frozen=True)
@@ -80,25 +79,24 @@ def run_case(case: Case, *, agent: Agent, tenant_name: str) -> CaseResult:
 
 
 def _run(case: Case, *, agent: Agent, tenant_name: str) -> CaseResult:
+    chat = the_chat()
     tenant = _tenant(case, agent=agent, name=tenant_name)
     visitor = f"eval-{uuid.uuid4().hex[:12]}"
     session = None
     turns = []
     for message in case.turns:
         started = time.perf_counter()
-        opened = turn_open(TurnInput(tenant=tenant, livemode=True, visitor_id=visitor,
-                                     message=message, session_id=session))
-        outcome = async_to_sync(run_turn)(opened, provider_for(tenant))
+        reply = chat.say(tenant=tenant, visitor=visitor, message=message, session=session,
+                         provider=provider_for(tenant))
         seconds = time.perf_counter() - started
-        session = outcome.conversation.pk
-        reply = outcome.message
+        session = reply.session
         turns.append(TurnResult(
             message=message, reply=reply.content, seconds=seconds,
-            stopped=(reply.turn or {}).get("stopped"), actions=reply.suggested_actions,
-            offered=_offers_booking(reply.suggested_actions, tenant.booking_url)))
-    conversation = Conversation.objects.select_related("lead").get(pk=session)
-    return CaseResult(case=case, turns=turns, captured=_captured(conversation),
-                      handed_off=conversation.handoff is not None)
+            stopped=reply.turn.get("stopped"), actions=reply.actions,
+            offered=_offers_booking(reply.actions, tenant.booking_url)))
+    end = chat.end(session=session)
+    return CaseResult(case=case, turns=turns, captured=_captured(end),
+                      handed_off=end.handed_off)
 
 
 def _tenant(case: Case, *, agent: Agent, name: str):
@@ -128,9 +126,9 @@ def _offers_booking(actions: list[dict[str, Any]], booking_url: str) -> bool:
                for a in actions)
 
 
-def _captured(conversation: Conversation) -> dict[str, str]:
-    lead = conversation.lead
-    captured = {k: v for k, v in (conversation.contact or {}).items() if k in CONTACT_FIELDS and v}
-    if lead is not None:
-        captured.update({k: getattr(lead, k) for k in CONTACT_FIELDS if getattr(lead, k)})
+def _captured(end: ChatEnd) -> dict[str, str]:
+    """The conversation's details that are set, its lead's over them."""
+    captured = {k: v for k, v in end.contact.as_dict().items() if k in CONTACT_FIELDS}
+    if end.lead is not None:
+        captured.update({k: v for k, v in end.lead.as_dict().items() if k in CONTACT_FIELDS})
     return captured

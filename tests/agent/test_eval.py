@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.eval.cases import load_cases
+from agent.eval.cases import load_cases
 from conversations.models import Conversation
 from knowledge.models import Document
 from leads.models import Lead

@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-from conversations.agent import prompts
-from conversations.agent.phrases import phrase
+from agent import prompts
+from agent.phrases import phrase
 from conversations.models import Conversation, Message
 from leads.models import Lead
 from tenants.services import tenant_set_agent, tenant_set_agent_limits
