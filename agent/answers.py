@@ -1,7 +1,9 @@
 """The builtin agent's answers from the knowledge base (docs/agent.md, "Providers").
 
-An answer is one or two whole sentences of the best passages, the ones that hold most of the
-visitor's words, written as the document writes them (its figures included, so that the answer
+An answer is one or two whole sentences of the best passages, the ones closest in meaning to
+the visitor's question (the cosine of their embeddings, ``core.embeddings``; the visitor's words
+they hold break ties), and only sentences close enough to answer it (``ANSWER_FLOOR``): a
+passage that was retrieved but answers nothing is not quoted. They are written as the document writes them (its figures included, so that the answer
 states no figure its passage does not hold) but without Markdown: no quote, heading or list
 markers, no emphasis. A piece of a sentence, which a passage may begin or end with, is never
 quoted. Nor is a sentence the agent already said in the conversation: asked again, it says
@@ -14,6 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from core import embeddings
 from knowledge.index import query_terms
 from knowledge.retrieval import Passage
 
@@ -22,6 +25,7 @@ PASSAGES = 2  # the best passages an answer may take its sentences from
 STEM = 5  # query words match by their first letters, as retrieval's excerpts do
 
 _BOUNDARY = re.compile(r"(?<=[.!?])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
 _QUOTE_OR_HEADING = re.compile(r"^\s*(?:(?:>\s*)+|#{1,6}\s+)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)]|[a-z][.)])\s+")
 _EMPHASIS = re.compile(r"\*\*|__|`")
@@ -36,6 +40,7 @@ class Sentence:
     position: int  # order within its passage
     text: str
     score: int  # how many of the visitor's words it holds
+    similarity: float = 0.0  # the cosine of its embedding with the question's
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,19 @@ def sentences_of(text: str) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
+def headed_sentences_of(text: str) -> list[tuple[str, str]]:
+    """``sentences_of`` with the Markdown heading each sentence stands under ("" before any):
+    "The widget speaks four languages" means more under "Languages" than alone."""
+    found: list[tuple[str, str]] = []
+    heading = ""
+    for line in text.splitlines():
+        if _HEADING.match(line):
+            heading = _HEADING.sub("", line).strip()
+            continue
+        found.extend((heading, sentence) for sentence in sentences_of(line))
+    return found
+
+
 def _sentence(piece: str) -> str | None:
     """``piece`` of a passage as a plain sentence, if it is a whole one."""
     item = bool(_LIST_MARKER.match(piece))
@@ -108,15 +126,29 @@ def _pieces(line: str) -> list[str]:
     return pieces
 
 
+# A sentence that shares no word with the question answers it when its cosine reaches this, and
+# when it is at most ``ANSWER_SPREAD`` below the best sentence's: the second sentence of an
+# answer answers too. Measured on the knowledge set's dev split (docs/agent.md, "Evaluation"):
+# the best sentence of a paraphrased question's document reaches 0.29 on average, of an absent
+# question's 0.33, so the floor leans to saying "I don't know".
+ANSWER_FLOOR = 0.40
+ANSWER_SPREAD = 0.12
+
+
 def select(passages: Sequence[Passage], message: str, said: Said, *,
            figures_wanted: bool = False) -> Answer:
-    """The answer to ``message`` from ``passages`` (best first): the sentence with most of its
-    words, from the best passage among equals, and the next best if both fit in
-    ``ANSWER_CHARS``. A passage that holds none of the words still answers with its first
-    sentence (it was found by its heading or title). ``figures_wanted``: a sentence with a
-    figure counts one word more (the visitor asks for a price)."""
+    """The answer to ``message`` from ``passages`` (best first): the sentence closest to it in
+    meaning, and the next closest if both fit in ``ANSWER_CHARS`` and it answers too.
+    ``figures_wanted``: among sentences as close, one with a figure first (the visitor asks for a
+    price). No sentence close enough: no answer."""
     candidates = _candidates(passages, message, figures_wanted=figures_wanted)
-    relevant = [c for c in candidates if c.score] or [c for c in candidates if c.passage == 0][:1]
+    if not candidates:
+        return Answer()
+    # A sentence that holds the visitor's words answers as before; one that holds none answers
+    # by meaning alone when it is close enough.
+    close = [c for c in candidates if c.score or c.similarity >= ANSWER_FLOOR]
+    best = max((c.similarity for c in close), default=0.0)
+    relevant = [c for c in close if c.similarity >= best - ANSWER_SPREAD or c.score >= 2]
     if not relevant:
         return Answer()
     fresh = sorted((c for c in relevant if not said(c.text)), key=_rank)
@@ -141,17 +173,28 @@ def _pair(ranked: list[Sentence]) -> tuple[Sentence, ...]:
 def _candidates(passages: Sequence[Passage], message: str, *,
                 figures_wanted: bool) -> list[Sentence]:
     stems = {term[:STEM] for term in query_terms(message)}
+    found = [
+        (index, position, heading, text)
+        for index, passage in enumerate(passages[:PASSAGES])
+        for position, (heading, text) in enumerate(headed_sentences_of(passage.text or passage.excerpt))
+        if len(text) <= ANSWER_CHARS
+    ]
+    if not found:
+        return []
+    vectors = embeddings.encode([message] + [f"{heading}: {text}" if heading else text
+                                             for _, _, heading, text in found])
+    similarities = vectors[1:] @ vectors[0]
     return [
         Sentence(passage=index, position=position, text=text,
-                 score=_score(text, stems) + (1 if figures_wanted and _FIGURE.search(text) else 0))
-        for index, passage in enumerate(passages[:PASSAGES])
-        for position, text in enumerate(sentences_of(passage.excerpt))
-        if len(text) <= ANSWER_CHARS
+                 score=_score(text, stems) + (1 if figures_wanted and _FIGURE.search(text) else 0),
+                 similarity=float(similarity))
+        for (index, position, _, text), similarity in zip(found, similarities, strict=True)
     ]
 
 
-def _rank(sentence: Sentence) -> tuple[int, int, int]:
-    return -sentence.score, sentence.passage, sentence.position
+def _rank(sentence: Sentence) -> tuple[float, int, int, int]:
+    # Cosines a hair apart are equals: then the visitor's words, then the document's order.
+    return -round(sentence.similarity, 2), -sentence.score, sentence.passage, sentence.position
 
 
 def _score(text: str, stems: set[str]) -> int:

@@ -117,7 +117,7 @@ def _from_passages(ctx: TurnContext, passages: list, intent: str) -> str | None:
     lang = ctx.language
     answer = _knowledge(ctx, passages, intent)
     if answer.sentences:
-        titles = [passages[i].title for i in answer.cited]
+        titles = list(dict.fromkeys(passages[i].title for i in answer.cited))
         return phrase(lang, "answer", source=_titles(lang, titles),
                       answer=" ".join(s.text for s in answer.sentences))
     if answer.repeated is not None:
