@@ -31,7 +31,8 @@ _LIST_MARKER = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)]|[a-z][.)])\s+")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _ENDS = ".!?"
 _OPENERS = "\"'“„«¿¡(€$£"
-_FIGURE = re.compile(r"\d")
+# A price, a discount: what a visitor who asks what something costs wants to read.
+_FIGURE = re.compile(r"[$€£¥]\s?\d|\d\s?(?:[$€£¥%]|(?:EUR|USD|GBP|dollars?|euros?)\b)", re.I)
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,11 @@ def sentences_of(text: str) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
-def headed_sentences_of(text: str) -> list[tuple[str, str]]:
-    """``sentences_of`` with the Markdown heading each sentence stands under ("" before any):
-    "The widget speaks four languages" means more under "Languages" than alone."""
+def headed_sentences_of(text: str, heading: str = "") -> list[tuple[str, str]]:
+    """``sentences_of`` with the heading each sentence stands under (``heading`` before the
+    text's first Markdown heading): "The widget speaks four languages" means more under
+    "Languages" than alone."""
     found: list[tuple[str, str]] = []
-    heading = ""
     for line in text.splitlines():
         if _HEADING.match(line):
             heading = _HEADING.sub("", line).strip()
@@ -131,27 +132,30 @@ def _pieces(line: str) -> list[str]:
 # answer answers too. Measured on the knowledge set's dev split (docs/agent.md, "Evaluation"):
 # the best sentence of a paraphrased question's document reaches 0.29 on average, of an absent
 # question's 0.33, so the floor leans to saying "I don't know".
-ANSWER_FLOOR = 0.40
-ANSWER_SPREAD = 0.12
+ANSWER_FLOOR = 0.30
+ANSWER_SPREAD = 0.10
 
 
 def select(passages: Sequence[Passage], message: str, said: Said, *,
            figures_wanted: bool = False) -> Answer:
     """The answer to ``message`` from ``passages`` (best first): the sentence closest to it in
     meaning, and the next closest if both fit in ``ANSWER_CHARS`` and it answers too.
-    ``figures_wanted``: among sentences as close, one with a figure first (the visitor asks for a
-    price). No sentence close enough: no answer."""
+    ``figures_wanted``: a sentence with a price or a discount counts one word more (the visitor
+    asks what something costs). No sentence close enough: no answer."""
     candidates = _candidates(passages, message, figures_wanted=figures_wanted)
     if not candidates:
         return Answer()
-    # A sentence that holds the visitor's words answers as before; one that holds none answers
-    # by meaning alone when it is close enough.
-    close = [c for c in candidates if c.score or c.similarity >= ANSWER_FLOOR]
-    best = max((c.similarity for c in close), default=0.0)
-    relevant = [c for c in close if c.similarity >= best - ANSWER_SPREAD or c.score >= 2]
+    # Closeness is the cosine, plus a little for each of the visitor's words a sentence holds
+    # (and for a figure when a price is asked): meaning first, the words to break near-ties.
+    best = max(_closeness(c) for c in candidates)
+    relevant = [c for c in candidates
+                if _closeness(c) >= ANSWER_FLOOR and _closeness(c) >= best - ANSWER_SPREAD]
     if not relevant:
         return Answer()
     fresh = sorted((c for c in relevant if not said(c.text)), key=_rank)
+    if not fresh:
+        # Asked again: what else the passages say in the visitor's words, before pointing back.
+        fresh = sorted((c for c in candidates if c.score and not said(c.text)), key=_rank)
     if not fresh:
         return Answer(repeated=min(relevant, key=_rank).passage)
     return Answer(sentences=_pair(fresh))
@@ -176,7 +180,8 @@ def _candidates(passages: Sequence[Passage], message: str, *,
     found = [
         (index, position, heading, text)
         for index, passage in enumerate(passages[:PASSAGES])
-        for position, (heading, text) in enumerate(headed_sentences_of(passage.text or passage.excerpt))
+        for position, (heading, text) in enumerate(
+            headed_sentences_of(passage.text or passage.excerpt, passage.heading))
         if len(text) <= ANSWER_CHARS
     ]
     if not found:
@@ -192,9 +197,15 @@ def _candidates(passages: Sequence[Passage], message: str, *,
     ]
 
 
-def _rank(sentence: Sentence) -> tuple[float, int, int, int]:
-    # Cosines a hair apart are equals: then the visitor's words, then the document's order.
-    return -round(sentence.similarity, 2), -sentence.score, sentence.passage, sentence.position
+WORD_WEIGHT = 0.04  # what each of the visitor's words in a sentence adds to its closeness
+
+
+def _closeness(sentence: Sentence) -> float:
+    return sentence.similarity + WORD_WEIGHT * sentence.score
+
+
+def _rank(sentence: Sentence) -> tuple[float, int, int]:
+    return -_closeness(sentence), sentence.passage, sentence.position
 
 
 def _score(text: str, stems: set[str]) -> int:

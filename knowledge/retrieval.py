@@ -56,6 +56,7 @@ class Passage:
     # the agent tells a passage that answers from one that only shares words.
     similarity: float | None = None
     text: str = ""  # the whole chunk, for the agent's choice of sentences
+    heading: str = ""  # the chunk's section heading, which tells what its sentences are about
 
 
 def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
@@ -103,6 +104,7 @@ def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
             excerpt=excerpt(hit.text, terms, limit=excerpt_chars),
             score=round(fused[chunk_id], 6), url=hit.url or None,
             similarity=None if similarity is None else round(similarity, 4), text=hit.text,
+            heading=hit.heading,
         ))
         if len(passages) == limit:
             break
