@@ -2,10 +2,10 @@
 
 An answer is one or two whole sentences of the best passages, the ones closest in meaning to
 the visitor's question (the cosine of their embeddings, ``core.embeddings``; the visitor's words
-they hold break ties), and only sentences close enough to answer it (``ANSWER_FLOOR``): a
-passage that was retrieved but answers nothing is not quoted. They are written as the document writes them (its figures included, so that the answer
-states no figure its passage does not hold) but without Markdown: no quote, heading or list
-markers, no emphasis. A piece of a sentence, which a passage may begin or end with, is never
+they hold break near-ties), and only sentences close enough to answer it (``ANSWER_FLOOR``): a
+passage that was retrieved but answers nothing is not quoted. They are written as the document
+writes them (its figures included, so that the answer states no figure its passage does not
+hold) but without Markdown: no quote, heading or list markers, no emphasis. A piece of a sentence, which a passage may begin or end with, is never
 quoted. Nor is a sentence the agent already said in the conversation: asked again, it says
 what it has not said yet, or that it answered above.
 """
