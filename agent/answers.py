@@ -5,9 +5,10 @@ the visitor's question (the cosine of their embeddings, ``core.embeddings``; the
 they hold break near-ties), and only sentences close enough to answer it (``ANSWER_FLOOR``): a
 passage that was retrieved but answers nothing is not quoted. They are written as the document
 writes them (its figures included, so that the answer states no figure its passage does not
-hold) but without Markdown: no quote, heading or list markers, no emphasis. A piece of a sentence, which a passage may begin or end with, is never
-quoted. Nor is a sentence the agent already said in the conversation: asked again, it says
-what it has not said yet, or that it answered above.
+hold) but without Markdown: no quote, heading or list markers, no emphasis. A piece of a
+sentence, which a passage may begin or end with, is never quoted. Nor is a sentence the agent
+already said in the conversation: asked again, it says what it has not said yet, or that it
+answered above.
 """
 
 from __future__ import annotations
