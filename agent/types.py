@@ -149,6 +149,9 @@ class Analysis:
     subject: str | None = None  # the conversation's topic, when the provider writes one
     summary: str | None = None  # the conversation so far, when the provider writes one
     cited: tuple[int, ...] = ()  # indexes into TurnContext.passages that the reply may use
+    # The decisions taken by meaning, each with its evidence (agent.understanding), for
+    # Message.turn["decisions"].
+    decisions: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

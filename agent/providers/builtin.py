@@ -8,17 +8,35 @@ goodbye, in English, German, French or Spanish.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import AsyncIterator
 
+from django.conf import settings
+
 from core.languages import detect_language
 
-from .. import answers, rules
+from .. import answers, rules, understanding
 from ..phrases import handoff_text, phrase
 from ..types import Analysis, Handoff, ReplyPlan, TurnContext
 from .base import Provider
 
 QUESTION_INTENTS = {"product_question", "pricing", "other", "objection", "support"}
+# What the rules read with less certainty than the examples' meaning: a decision by meaning
+# replaces these (a request for a person or a meeting replaces any of them; the others replace
+# only "other"). What the rules are sure of (a request for a person, a meeting, a slot, a
+# support problem, a goodbye) stands.
+_WEAK_INTENTS = {"other", "greeting", "product_question", "contact_info", "pricing", "objection"}
+_BY_MEANING = (  # decision → intent, the first that applies wins
+    ("person", "human_request", _WEAK_INTENTS),
+    ("meeting", "demo_request", _WEAK_INTENTS),
+    ("support", "support", {"other", "product_question"}),
+    ("not_interested", "objection", {"other", "greeting"}),
+    ("objection", "objection", {"other"}),
+    ("pricing", "pricing", {"other", "product_question"}),
+    ("goodbye", "goodbye", {"other"}),
+    ("greeting", "greeting", {"other"}),
+)
 
 
 class BuiltinProvider(Provider):
@@ -26,6 +44,10 @@ class BuiltinProvider(Provider):
 
     async def analyze(self, ctx: TurnContext) -> Analysis:
         reading = rules.read(ctx.message)
+        understood = None
+        if settings.AGENT_UNDERSTANDING == "meaning" and reading.slot_token is None:
+            understood = understanding.understand(ctx.message)
+            reading = by_meaning(reading, understood)
         handoff = None
         if reading.intent == "human_request":
             high_value = bool(ctx.lead and ctx.lead.score >= 60) or "purchase_intent" in ctx.signals
@@ -46,8 +68,9 @@ class BuiltinProvider(Provider):
             wants_meeting=reading.intent in ("demo_request", "booking", "purchase_intent"),
             chosen_slot=reading.slot_token,
             ends_conversation=reading.intent == "goodbye",
-            language=detect_language(ctx.message),
+            language=detect_language(ctx.message, prior=ctx.language),
             cited=cited,
+            decisions=understood.as_turn() if understood else {},
         )
 
     async def reply(self, ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> AsyncIterator[str]:
@@ -56,6 +79,17 @@ class BuiltinProvider(Provider):
         for chunk in re.findall(r"\S+\s*(?:\S+\s*){0,2}", text):
             yield chunk
             await asyncio.sleep(0)
+
+
+def by_meaning(reading: rules.Reading, understood: understanding.Understanding) -> rules.Reading:
+    """The rules' reading, with its intent replaced by what the message means when the rules
+    were unsure of it (``_BY_MEANING``)."""
+    for decision, intent, replaces in _BY_MEANING:
+        if understood.has(decision) and reading.intent in replaces and reading.intent != intent:
+            signals = reading.signals | ({"not_interested"} if decision == "not_interested" else set())
+            return dataclasses.replace(reading, intent=intent, signals=frozenset(signals),
+                                       confidence=round(understood.evidence[decision].score, 2))
+    return reading
 
 
 def compose(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> str:

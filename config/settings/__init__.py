@@ -329,6 +329,12 @@ from .logging import *  # noqa: E402,F403
 
 AGENT_TIMEOUT_SECONDS = env_int("AGENT_TIMEOUT_SECONDS", 30, minimum=1)
 AGENT_MAX_RETRIES = env_int("AGENT_MAX_RETRIES", 2, minimum=0)
+# How the builtin agent (and the deterministic net under a model) reads a message: "meaning", the
+# rules and the examples' meaning (agent.understanding); "rules", the rules alone, as before
+# issue 27 (kept for make bench's comparison of the two).
+AGENT_UNDERSTANDING = env_str("AGENT_UNDERSTANDING", "meaning")
+if AGENT_UNDERSTANDING not in ("meaning", "rules"):
+    raise ImproperlyConfigured(f"AGENT_UNDERSTANDING must be meaning or rules, not {AGENT_UNDERSTANDING!r}.")
 
 # --- Webhooks (docs/webhooks.md) ------------------------------------------------------------
 

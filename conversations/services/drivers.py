@@ -99,6 +99,8 @@ class _Turn:
         """Analysis (the model's, or the rules' when it cannot give one), then the decisions."""
         analysis, self.info["analysis"] = await self._analyze()
         self.analysis = with_visitor_choice(self.opened, analysis)
+        if self.analysis.decisions:
+            self.info["decisions"] = self.analysis.decisions
         self.plan = await sync_to_async(turn_apply)(opened=self.opened, analysis=self.analysis)
         self.cited = [self.opened.ctx.passages[i] for i in self.analysis.cited]
 
@@ -123,6 +125,8 @@ class _Turn:
             return analysis
         net = await BuiltinProvider().analyze(self.opened.ctx)
         taken = []
+        if net.decisions:
+            self.info["decisions"] = net.decisions
         if net.intent == "human_request" and analysis.handoff is None:
             analysis = replace(analysis, intent=net.intent, confidence=net.confidence,
                                handoff=net.handoff)

@@ -137,7 +137,8 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
     silent = conversation.status == ConversationStatus.HANDED_OFF
-    language = (inp.language or detect_language(inp.message) or conversation.language or "en")
+    language = (inp.language or detect_language(inp.message, prior=conversation.language or None)
+                or "en")
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
     earlier = _earlier_messages(conversation, message)
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,

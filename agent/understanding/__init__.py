@@ -1,0 +1,238 @@
+"""Decisions by meaning (docs/agent.md, "How the agent understands").
+
+A visitor's message is compared by meaning (sentence embeddings, ``core.embeddings``) with
+labelled example phrasings of each decision the turn takes: a person wanted, a meeting wanted,
+pricing, an objection, not interested, a support problem, goodbye, a greeting. The examples are
+``examples.yaml`` (seven languages, written for it, with ``none`` examples: messages that mention
+people, meetings or calendars without asking for them) and the single-message cases of the
+evaluation's dev split, labelled with their decisions (the dev split is the one source of
+examples and rules besides this file; the test split never is: docs/agent.md, "Evaluation").
+
+From these, each decision has a logistic regression over the embedding, trained once per
+process when the examples are first needed (about a second): it draws the line between a
+decision's examples and all the others, which a fixed cosine cannot. A decision is taken when its
+probability reaches the decision's threshold (``THRESHOLDS``: the lowest with precision ≥ 0.95 in
+a five-fold cross-validation on the dev split, ``python -m agent.understanding.calibrate``).
+A tenant's own examples (``tenant_examples``) take a decision when the message's mean cosine
+with the two nearest of them reaches ``TENANT_THRESHOLD``. The evidence of every decision is its
+probability and its nearest examples with their cosines.
+
+A message of several sentences is read whole and sentence by sentence, the best reading kept:
+"Thanks for the details. Could someone from your team call me?" asks for a person although its
+first sentence does not.
+
+The decision and its evidence (the nearest examples and the cosines) are recorded on the turn
+(``Message.turn["decisions"]``). The rules (``agent.rules``) stay as high-precision backstops:
+the builtin agent takes what either is sure of.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from core import embeddings
+
+EXAMPLES_PATH = Path(__file__).with_name("examples.yaml")
+DEV_PATH = Path(__file__).resolve().parents[1] / "eval" / "data" / "conversations" / "dev.yaml"
+DECISIONS = ("person", "meeting", "pricing", "objection", "not_interested", "support", "goodbye",
+             "greeting")
+NONE = "none"
+NEAREST = 2  # the evidence's nearest examples; a tenant's examples score by their mean cosine
+# The probability each decision must reach: the lowest threshold whose precision is at least
+# 0.95 in the dev split's cross-validation (``calibrate``; docs/agent.md, "Evaluation").
+THRESHOLDS: dict[str, float] = {
+    "person": 0.60,
+    "meeting": 0.58,
+    "pricing": 0.50,
+    "objection": 0.54,
+    "not_interested": 0.68,
+    "support": 0.62,
+    "goodbye": 0.82,
+    "greeting": 0.78,
+}
+TENANT_THRESHOLD = 0.60
+MAX_PARTS = 6  # sentences of a long message read one by one, at most
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Example:
+    decisions: frozenset[str]  # empty for a ``none`` example
+    text: str
+    source: str  # "builtin", "dev" or "tenant"
+
+    @property
+    def decision(self) -> str:
+        return next(iter(sorted(self.decisions)), NONE)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a decision was (or was not) taken: its probability, what it had to reach, and the
+    nearest examples with their cosines."""
+
+    decision: str
+    score: float
+    threshold: float
+    nearest: tuple[tuple[str, float], ...]
+    by: str = "examples"  # or "tenant": the tenant's own examples took it
+
+    @property
+    def taken(self) -> bool:
+        return self.score >= self.threshold
+
+    def as_dict(self) -> dict:
+        return {"score": round(self.score, 3), "threshold": self.threshold, "by": self.by,
+                "nearest": [{"text": text, "similarity": round(sim, 3)}
+                            for text, sim in self.nearest]}
+
+
+@dataclass(frozen=True)
+class Understanding:
+    """What a message means by the examples: every decision's evidence, and those taken."""
+
+    evidence: dict[str, Evidence]
+
+    @property
+    def decisions(self) -> list[str]:
+        """The decisions taken, the surest first."""
+        taken = [e for e in self.evidence.values() if e.taken]
+        return [e.decision for e in sorted(taken, key=lambda e: e.threshold - e.score)]
+
+    def has(self, decision: str) -> bool:
+        evidence = self.evidence.get(decision)
+        return bool(evidence and evidence.taken)
+
+    def as_turn(self) -> dict:
+        """For ``Message.turn["decisions"]``: the decisions taken, each with its evidence."""
+        return {name: self.evidence[name].as_dict() for name in self.decisions}
+
+
+class Model:
+    """The examples, their vectors, and one logistic regression per decision over them."""
+
+    def __init__(self, examples: Sequence[Example]):
+        self.examples = tuple(examples)
+        self.vectors = embeddings.encode([e.text for e in self.examples])
+        self.weights: dict[str, tuple[np.ndarray, float]] = {}
+        for decision in DECISIONS:
+            labels = np.array([decision in e.decisions for e in self.examples], dtype=np.float64)
+            if labels.any():
+                self.weights[decision] = train(self.vectors, labels)
+
+    def probabilities(self, vectors: np.ndarray) -> dict[str, np.ndarray]:
+        """Each decision's probability for each row of ``vectors``."""
+        return {decision: _sigmoid(vectors @ w + b) for decision, (w, b) in self.weights.items()}
+
+    def nearest(self, vector: np.ndarray, decision: str) -> tuple[tuple[str, float], ...]:
+        rows = np.flatnonzero([decision in e.decisions for e in self.examples])
+        if not len(rows):
+            return ()
+        similarities = self.vectors[rows] @ vector
+        order = np.argsort(-similarities)[:NEAREST]
+        return tuple((self.examples[rows[i]].text, float(similarities[i])) for i in order)
+
+
+def train(vectors: np.ndarray, labels: np.ndarray, *, l2: float = 0.01, steps: int = 300,
+          rate: float = 0.5) -> tuple[np.ndarray, float]:
+    """Logistic regression by gradient descent, each class weighing half (a decision has tens
+    of examples among a thousand)."""
+    x = np.asarray(vectors, dtype=np.float64)
+    positive = labels.mean()
+    weight = np.where(labels == 1, 0.5 / max(positive, 1e-3), 0.5 / max(1 - positive, 1e-3))
+    w = np.zeros(x.shape[1])
+    b = 0.0
+    for _ in range(steps):
+        gradient = (_sigmoid(x @ w + b) - labels) * weight
+        w -= rate * (x.T @ gradient / len(labels) + l2 * w)
+        b -= rate * float(gradient.mean())
+    return w.astype(np.float32), float(b)
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def load_examples(path: Path = EXAMPLES_PATH) -> list[Example]:
+    """The examples of ``examples.yaml``."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return [Example(decisions=frozenset() if decision == NONE else frozenset({decision}),
+                    text=str(text), source="builtin")
+            for decision, languages in data.items()
+            for texts in languages.values() for text in texts]
+
+
+def dev_examples(path: Path = DEV_PATH, *, exclude: Iterable[str] = ()) -> list[Example]:
+    """The visitor's message of each single-message case of the dev split, labelled with the
+    case's decisions (``contact``, ``product_question`` are not this module's); ``exclude``
+    leaves out cases by id (the cross-validation's held-out fold)."""
+    if not path.exists():
+        return []
+    excluded = set(exclude)
+    cases = yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+    return [Example(decisions=frozenset(case["expect"].get("decisions", [])) & set(DECISIONS),
+                    text=case["turns"][0], source="dev")
+            for case in cases
+            if len(case["turns"]) == 1 and "decisions" in case.get("expect", {})
+            and case["id"] not in excluded]
+
+
+_lock = threading.Lock()
+_model: Model | None = None
+
+
+def builtin_model() -> Model:
+    global _model
+    if _model is None:
+        with _lock:
+            if _model is None:
+                _model = Model(load_examples() + dev_examples())
+    return _model
+
+
+def warm_up() -> None:
+    builtin_model()
+
+
+def parts_of(message: str) -> list[str]:
+    """The message whole, then its sentences of two words or more (at most ``MAX_PARTS``)."""
+    message = message.strip()
+    sentences = [s.strip() for s in _SENTENCE.split(message)]
+    sentences = [s for s in sentences if len(s.split()) >= 2 and s != message]
+    return [message, *sentences[:MAX_PARTS]]
+
+
+def understand(message: str, *, tenant_examples: Iterable[Example] = (),
+               model: Model | None = None) -> Understanding:
+    """Every decision's evidence for ``message``."""
+    if not message.strip():
+        return Understanding(evidence={})
+    model = model or builtin_model()
+    vectors = embeddings.encode(parts_of(message))
+    evidence = {}
+    for decision, probabilities in model.probabilities(vectors).items():
+        part = int(np.argmax(probabilities))
+        evidence[decision] = Evidence(
+            decision=decision, score=float(probabilities[part]), threshold=THRESHOLDS[decision],
+            nearest=model.nearest(vectors[part], decision))
+    own = [e for e in tenant_examples if e.text.strip()]
+    for decision in DECISIONS:
+        texts = [e.text for e in own if decision in e.decisions]
+        if not texts or (decision in evidence and evidence[decision].taken):
+            continue
+        similarities = vectors @ embeddings.encode(texts).T  # parts × the tenant's examples
+        nearest = np.sort(similarities, axis=1)[:, -NEAREST:].mean(axis=1)
+        part = int(np.argmax(nearest))
+        if nearest[part] >= TENANT_THRESHOLD:
+            best = int(np.argmax(similarities[part]))
+            evidence[decision] = Evidence(
+                decision=decision, score=float(nearest[part]), threshold=TENANT_THRESHOLD,
+                nearest=((texts[best], float(similarities[part, best])),), by="tenant")
+    return Understanding(evidence=evidence)
