@@ -168,6 +168,12 @@ else:
     }
 # Under ASGI every request may run on another thread: persistent connections would leak.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# A connection is checked before it is used: the pool's with a round trip before it lends one
+# (psycopg_pool's ``check``, config/postgresql/base.py), a kept one (DB_POOL off) once per
+# request or task. One that died while it waited (a restart, a failover, an outage the process
+# slept through) is replaced instead of failing the request that gets it (docs/security.md,
+# "Under faults").
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Celery workers' long-lived processes and threads keep theirs this long (config/celery.py).
 WORKER_DB_CONN_MAX_AGE = env_int("WORKER_DB_CONN_MAX_AGE", 60, minimum=0)
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
