@@ -3,16 +3,20 @@ that keep the surface's envelope even when a failure happens outside the API vie
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views import defaults
 
-from config.api.errors import json_error, surface_of
+from config.api.errors import UNAVAILABLE_RETRY_SECONDS, json_error, surface_of, unreachable
 from config.demo import demo_tenant
 from tenants.selectors import tenant_by_public_id
+
+logger = logging.getLogger("salesagent.outages")
 
 ERROR_CODES = [
     ("invalid_request", 400, "The body is malformed JSON, a required field is missing, or a field "
@@ -84,9 +88,29 @@ def page_not_found(request, exception=None):
 
 
 def server_error(request):
+    # Django calls this while handling the exception: the answer is that exception's (a
+    # database that cannot be reached is a 503, whatever raised it).
+    failure = sys.exception()
     if surface := surface_of(request.path):
-        # Django calls this while handling the exception: the envelope is that exception's (a
-        # database that cannot be reached is a 503, whatever raised it).
-        failure = sys.exception() or RuntimeError("unhandled error outside a view")
-        return json_error(request, failure, surface)
+        return json_error(request, failure or RuntimeError("unhandled error outside a view"),
+                          surface)
+    if what := unreachable(failure):
+        return unavailable_page(what, failure)
     return defaults.server_error(request)
+
+
+def unavailable_page(what: str, failure: BaseException) -> HttpResponse:
+    """The dashboard's (and every page's) answer while a server it needs cannot be reached: 503
+    with ``Retry-After``, a page in the dashboard's style that says to try again, never
+    Django's plain 500 (docs/security.md, "Under faults"). Rendered from the template alone:
+    neither the request's session, user nor anything else that reads the database."""
+    logger.warning("Answered the 503 page: the %s cannot be reached (%s: %s)", what,
+                   type(failure).__name__, failure)
+    wait = UNAVAILABLE_RETRY_SECONDS
+    response = HttpResponse(render_to_string("dashboard/unavailable.html",
+                                             {"what": what, "retry_after": wait}), status=503)
+    response["Retry-After"] = str(wait)
+    # Logged above, as the API logs its 503s: Django would log it again as an error, with
+    # the traceback of an outage that the breaker has reported already.
+    response._has_been_logged = True
+    return response

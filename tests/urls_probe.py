@@ -98,13 +98,15 @@ class LegacyRaise(_Raise, LegacyAPIView):
 
 
 def plain(request, kind):
-    """Not a DRF view: what fails here reaches Django's handler500 (``config.views``)."""
+    """Not a DRF view: what fails here reaches Django's handler500 (``config.views``). An unknown
+    ``kind`` is a bug of the view's own (a KeyError)."""
     FAILS[kind]()
 
 
 urlpatterns = [
     path("api/v1/_plain/<str:kind>", plain),
     path("api/_plain/<str:kind>", plain),
+    path("dashboard/_plain/<str:kind>", plain),  # a page
     path("api/v1/_probe", V1Probe.as_view()),
     path("api/_probe", LegacyProbe.as_view()),
     path("api/v1/_raise/<str:kind>", V1Raise.as_view()),

@@ -175,8 +175,19 @@ _DATABASE_DOWN = (OperationalError, InterfaceError)
 _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, BrokerError)
 
 
+def unreachable(exc: BaseException | None) -> str | None:
+    """The server that ``exc`` says cannot be reached, as a page or a message names it; None
+    for any other failure. The dashboard's pages answer these with a 503 page of their own
+    (``config.views.server_error``)."""
+    if isinstance(exc, _DATABASE_DOWN):
+        return "database"
+    if isinstance(exc, _REDIS_DOWN):
+        return "cache or task queue"
+    return None
+
+
 def _unavailable_problem(exc: Exception) -> Problem:
-    what = "database" if isinstance(exc, _DATABASE_DOWN) else "cache or task queue"
+    what = unreachable(exc)
     logger.warning("Answered 503: the %s cannot be reached (%s: %s)", what,
                    type(exc).__name__, exc)
     wait = UNAVAILABLE_RETRY_SECONDS

@@ -17,21 +17,40 @@ Django turns these errors into ``django.db.OperationalError``, which both surfac
 
 It also lends the cursor of ``core.sql.prepared_cursor``: parameters bound by the server, so
 that psycopg prepares a statement run again on the same connection (``prepare_threshold``).
+
+Connections that died while they waited in the pool (a restart, a failover, an outage the process
+slept through) never reach a request (docs/security.md, "Under faults"):
+
+- the pool checks a connection with a round trip before it lends it (psycopg_pool's ``check``);
+  when one fails, the pool replaces every idle one at once (``ConnectionPool.drain``), since they
+  most likely died together, instead of lending them one after another (psycopg waits up to a
+  second between two failed checks);
+- a connection that breaks on its first statement anyway (between the check and the statement)
+  is replaced once, and the statement run again on the new one, where that cannot apply it
+  twice: a read, or the first statement of a transaction, which nothing can have committed. A
+  write outside a transaction is not run again (the server may have applied it before the
+  connection broke): its caller gets the error, a 503 for a request.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.db.backends.postgresql import base
-from psycopg_pool import PoolTimeout
+from django.db.backends.signals import connection_created
+from django.db.backends.utils import CursorWrapper
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.breaker import Breaker
+
+logger = logging.getLogger("salesagent.outages")
 
 # The name ``create_cursor`` is given for a cursor binding its parameters on the server.
 PREPARED = "<prepared>"
@@ -103,8 +122,123 @@ class DatabaseOperations(base.DatabaseOperations):
         return super().last_executed_query(cursor, sql, params)
 
 
+def _is_read(sql: object) -> bool:
+    """Whether the statement only reads (Django's SELECTs and ours): run twice, it changes
+    nothing."""
+    return isinstance(sql, str) and sql.lstrip(" \n(")[:7].upper() == "SELECT "
+
+
+class _RetriedOnANewConnection:
+    """The cursors of ``DatabaseWrapper``: the first statement on a connection, when that
+    connection turns out broken, runs again once on a new one where that cannot apply it twice
+    (``DatabaseWrapper.replace_broken``)."""
+
+    # What ``create_cursor`` was given: a new cursor like this one is made on the new connection.
+    made_as: str | None = None
+
+    def _execute(self, sql, params, *args):
+        return self._attempt(super()._execute, sql, params, *args)
+
+    def _executemany(self, sql, param_list, *args):
+        return self._attempt(super()._executemany, sql, param_list, *args)
+
+    def _attempt(self, run, sql, params, *args):
+        db = self.db
+        if not db.first_statement_pending:
+            return run(sql, params, *args)
+        db.first_statement_pending = False
+        errors_occurred = db.errors_occurred
+        try:
+            return run(sql, params, *args)
+        except (OperationalError, InterfaceError):
+            if not (db.connection is not None and db.connection.closed
+                    and (_is_read(sql) or not db.get_autocommit())):
+                raise
+            logger.warning("A connection broke on its first statement; it runs again on a new "
+                           "connection")
+            db.replace_broken()
+        db.errors_occurred = errors_occurred  # the new connection has had none
+        with contextlib.suppress(Exception):
+            self.cursor.close()
+        with db.wrap_database_errors:
+            self.cursor = db.create_cursor(self.made_as)
+        return run(sql, params, *args)
+
+
+class _Cursor(_RetriedOnANewConnection, CursorWrapper):
+    pass
+
+
+class _DebugCursor(_RetriedOnANewConnection, base.CursorDebugWrapper):
+    pass
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
+
+    # True from the moment a connection is made (lent by the pool) until its first statement.
+    first_statement_pending = False
+
+    @property
+    def pool(self):
+        """Django's pool (``base.DatabaseWrapper.pool``), whose ``check`` replaces every idle
+        connection once one fails its check."""
+        options = self.settings_dict["OPTIONS"].get("pool")
+        if (options and self.alias != base.NO_DB_ALIAS
+                and self.alias not in self._connection_pools
+                and self.settings_dict["CONN_HEALTH_CHECKS"]
+                and not self.settings_dict.get("CONN_MAX_AGE")):  # else Django refuses it
+            kwargs = self.get_connection_params()
+            kwargs["autocommit"] = True  # as Django's: it sets autocommit itself later
+
+            def check(connection) -> None:
+                try:
+                    ConnectionPool.check_connection(connection)
+                except Exception:
+                    logger.warning("A pooled connection died while it waited; the pool's idle "
+                                   "connections are all replaced")
+                    pool.drain()
+                    raise
+
+            pool = ConnectionPool(kwargs=kwargs, open=False, check=check,
+                                  configure=self._configure_connection,
+                                  **({} if options is True else options))
+            self._connection_pools.setdefault(self.alias, pool)
+        return super().pool
+
+    def connect(self):
+        super().connect()
+        self.first_statement_pending = True
+
+    def _cursor(self, name=None):
+        cursor = super()._cursor(name)
+        cursor.made_as = name
+        return cursor
+
+    def make_cursor(self, cursor):
+        return _Cursor(cursor, self)
+
+    def make_debug_cursor(self, cursor):
+        return _DebugCursor(cursor, self)
+
+    def replace_broken(self) -> None:
+        """Gives the connection a new one in its place, in the state Django had set on the
+        broken one (autocommit, or inside ``atomic``), whose bookkeeping (savepoints,
+        ``on_commit`` callbacks) stays as it is. When no new connection can be had, the broken
+        one stays and this raises."""
+        with self.wrap_database_errors:
+            new = self.get_new_connection(self.get_connection_params())
+        broken, self.connection = self.connection, new
+        try:
+            self._set_autocommit(self.autocommit)
+            self.init_connection_state()
+        finally:
+            with contextlib.suppress(Exception):
+                if hasattr(broken, "_pool"):
+                    broken._pool.putconn(broken)  # as Django's _close: the pool discards it
+                else:
+                    broken.close()
+        connection_created.send(sender=self.__class__, connection=self)
 
     def prepared_cursor(self):
         """A cursor as ``cursor()`` gives (wrapped, its statements logged and counted), whose

@@ -9,11 +9,16 @@ memory cache, an in-memory channel layer and Celery on a SQLite file (config/bro
 from __future__ import annotations
 
 import secrets
+import socket
 from pathlib import Path
 
 import dj_database_url
 from corsheaders.defaults import default_headers as default_cors_headers
 from django.core.exceptions import ImproperlyConfigured
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
 from .env import env_bool, env_int, env_list, env_str, env_url
 
@@ -169,6 +174,12 @@ else:
     }
 # Under ASGI every request may run on another thread: persistent connections would leak.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# A connection is checked before it is used: the pool's with a round trip before it lends one
+# (psycopg_pool's ``check``, config/postgresql/base.py), a kept one (DB_POOL off) once per
+# request or task. One that died while it waited (a restart, a failover, an outage the process
+# slept through) is replaced instead of failing the request that gets it (docs/security.md,
+# "Under faults").
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Celery workers' long-lived processes and threads keep theirs this long (config/celery.py).
 WORKER_DB_CONN_MAX_AGE = env_int("WORKER_DB_CONN_MAX_AGE", 60, minimum=0)
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
@@ -184,6 +195,20 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, cache, channel layer, Celery ----------------------------------------------------
 
+# Every Redis client (the cache, the channel layer, the broker) checks a connection that waited
+# idle this long with a PING before it sends a command on it, and keeps its connections alive
+# with TCP keepalives, which also find, within about 30 s, one that died without a word (a
+# NAT or a firewall that forgot it, a host gone). A connection found closed, by that PING or
+# by a command, is made again once; a command that timed out is never sent again (it may have
+# run). docs/security.md, "Under faults".
+REDIS_HEALTH_CHECK_SECONDS = env_int("REDIS_HEALTH_CHECK_SECONDS", 15, minimum=1)
+REDIS_KEEPALIVE = {
+    "socket_keepalive": True,
+    "socket_keepalive_options": {
+        option: value for name, value in (("TCP_KEEPIDLE", 15), ("TCP_KEEPINTVL", 5),
+                                          ("TCP_KEEPCNT", 3))
+        if (option := getattr(socket, name, None)) is not None},
+}
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -192,7 +217,9 @@ if REDIS_URL:
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "salesagent"),
             # Every API request asks the cache for its rate limits: a Redis that hangs must fail
             # fast (the limiter then fails open) instead of holding every request.
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1,
+                        "health_check_interval": REDIS_HEALTH_CHECK_SECONDS, **REDIS_KEEPALIVE,
+                        "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))},
         }
     }
     CHANNEL_LAYERS = {
@@ -200,16 +227,22 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # A Redis that stops answering must not hold a stream for ever: a stream's read
             # waits up to 5 s on the server (channels_redis's BZPOPMIN), its socket 10 s.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_connect_timeout": 1,
-                                  "socket_timeout": 10}]},
+            "CONFIG": {"hosts": [{
+                "address": REDIS_URL, "socket_connect_timeout": 1, "socket_timeout": 10,
+                "health_check_interval": REDIS_HEALTH_CHECK_SECONDS, **REDIS_KEEPALIVE,
+                "retry": AsyncRetry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            }]},
         }
     }
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT: str | None = None  # the URL's scheme says which
     # kombu waits for ever on a Redis that accepts connections and never answers: a publish
     # (after a commit, in a request) gives up after these instead (docs/security.md, "Under
-    # faults"). The worker's own reads are BRPOPs of 1 s.
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"socket_connect_timeout": 1, "socket_timeout": 2}
+    # faults"). The worker's own reads are BRPOPs of 1 s. kombu sends again a publish that
+    # failed (CELERY_TASK_PUBLISH_RETRY_POLICY), on a new connection: no ``retry`` here.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+        "socket_connect_timeout": 1, "socket_timeout": 2,
+        "health_check_interval": REDIS_HEALTH_CHECK_SECONDS, **REDIS_KEEPALIVE}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

@@ -190,3 +190,36 @@ def test_outside_the_api_views_too(api, probes):
     assert r.headers["Retry-After"] == "5"
     r = api.get("/api/_plain/cache-down")
     assert _legacy_error(r, 503).startswith("The service is temporarily unavailable: its cache")
+
+
+@pytest.mark.parametrize(("kind", "component"), [
+    ("database-down", "database"), ("cache-down", "cache or task queue"),
+    ("broker-down", "cache or task queue")])
+@override_settings(CACHES=DEAD_REDIS)
+def test_a_page_whose_server_cannot_be_reached_is_the_503_page(api, probes, kind, component,
+                                                                caplog):
+    """A dashboard page (any page outside the API) whose database, cache or broker is gone
+    answers a 503 page of its own, in the dashboard's style, with Retry-After: never Django's
+    plain 500 (docs/security.md, "Under faults"; tests/config/test_dead_connections.py shows it
+    on a live daphne during an outage of PostgreSQL)."""
+    with caplog.at_level(logging.WARNING, logger="salesagent.outages"):
+        r = api.get(f"/dashboard/_plain/{kind}")
+    assert r.status_code == 503
+    assert r.headers["Retry-After"] == "5"
+    assert r.headers["Content-Type"].startswith("text/html")
+    assert "<h1>Temporarily unavailable</h1>" in r.text
+    assert f"cannot reach its {component} right now" in r.text
+    assert "Please try again in 5 seconds." in r.text
+    assert '<link rel="stylesheet" href="/static/dashboard/dashboard.css">' in r.text
+    assert "127.0.0.1" not in r.text and "Traceback" not in r.text
+    # Logged once, as a warning, as the API's 503s are: not as Django's error with a traceback.
+    assert [rec.levelname for rec in caplog.records
+            if "Answered the 503 page" in rec.getMessage()] == ["WARNING"]
+    assert not [rec for rec in caplog.records
+                if rec.name == "django.request" and rec.levelno >= logging.ERROR]
+
+
+def test_a_page_that_fails_otherwise_is_still_a_500(api, probes):
+    r = api.get("/dashboard/_plain/a-bug-of-the-view")
+    assert r.status_code == 500
+    assert "Temporarily unavailable" not in r.text and "Retry-After" not in r.headers

@@ -94,7 +94,10 @@ def test_production_configuration(tmp_path):
     assert out["db_options"]["options"] == "-c jit=off"
     # The hottest statements are prepared from their second run (core.sql.prepared_cursor).
     assert out["db_options"]["prepare_threshold"] == 1
-    assert out["broker_options"] == {"socket_connect_timeout": 1, "socket_timeout": 2}
+    options = out["broker_options"]
+    assert (options["socket_connect_timeout"], options["socket_timeout"]) == (1, 2)
+    # Idle connections are checked before use and kept alive (tests/config/test_redis_health.py).
+    assert options["health_check_interval"] == 15 and options["socket_keepalive"] is True
     assert out["cache"] == "django.core.cache.backends.redis.RedisCache"
     assert out["layer"] == "channels_redis.core.RedisChannelLayer"
     assert out["broker"] == "redis://127.0.0.1:6379/3"
