@@ -74,12 +74,12 @@ def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
     dense: list[vectors.DenseHit] = []
     cosines: dict[int, float] = {}
     if query_vector is not None:
-        dense = [hit for hit in vectors.search(tenant_id=tenant.pk, livemode=livemode,
-                                               query_vector=query_vector, limit=CANDIDATES)
+        matrix = vectors.matrix(tenant_id=tenant.pk, livemode=livemode)
+        dense = [hit for hit in vectors.search(matrix, query_vector=query_vector, limit=CANDIDATES)
                  if hit.similarity >= DENSE_FLOOR]
         cosines = {hit.chunk_id: hit.similarity for hit in dense}
         cosines |= vectors.similarities(
-            tenant_id=tenant.pk, livemode=livemode, query_vector=query_vector,
+            matrix, query_vector=query_vector,
             chunk_ids=[hit.chunk_id for hit in lexical if hit.chunk_id not in cosines])
     fused: dict[int, float] = {}
     for ranking in ([hit.chunk_id for hit in lexical], [hit.chunk_id for hit in dense]):

@@ -119,8 +119,16 @@ class _Cache:
 cache = _Cache()
 
 
-def _matrix(*, tenant_id: UUID, livemode: bool) -> _Matrix:
+_EMPTY = _Matrix(version=0, chunk_ids=np.zeros(0, dtype=np.int64),
+                 vectors=np.zeros((0, embeddings.DIMENSIONS), dtype=np.float32))
+
+
+def matrix(*, tenant_id: UUID, livemode: bool) -> _Matrix:
+    """The tenant's vectors of the current model in this mode, as one matrix: from this
+    process's cache while the version is current (one statement), else read anew (two)."""
     current = version(tenant_id=tenant_id, livemode=livemode)
+    if not current:
+        return _EMPTY  # the tenant never had a vector in this mode
     key = (tenant_id, livemode, embeddings.MODEL_ID)
     matrix = cache.get(key, current)
     if matrix is not None:
@@ -141,10 +149,8 @@ def _matrix(*, tenant_id: UUID, livemode: bool) -> _Matrix:
     return matrix
 
 
-def search(*, tenant_id: UUID, livemode: bool, query_vector: np.ndarray,
-           limit: int) -> list[DenseHit]:
-    """The ``limit`` chunks nearest the query's vector (cosine), nearest first."""
-    matrix = _matrix(tenant_id=tenant_id, livemode=livemode)
+def search(matrix: _Matrix, *, query_vector: np.ndarray, limit: int) -> list[DenseHit]:
+    """The ``limit`` chunks of ``matrix`` nearest the query's vector (cosine), nearest first."""
     if not len(matrix.chunk_ids) or limit <= 0:
         return []
     similarities = matrix.vectors @ np.asarray(query_vector, dtype=np.float32)
@@ -157,10 +163,9 @@ def search(*, tenant_id: UUID, livemode: bool, query_vector: np.ndarray,
             for i in best]
 
 
-def similarities(*, tenant_id: UUID, livemode: bool, query_vector: np.ndarray,
+def similarities(matrix: _Matrix, *, query_vector: np.ndarray,
                  chunk_ids: Sequence[int]) -> dict[int, float]:
     """The cosine of the query's vector with each of these chunks' (those that have one)."""
-    matrix = _matrix(tenant_id=tenant_id, livemode=livemode)
     if not len(matrix.chunk_ids) or not chunk_ids:
         return {}
     wanted = np.asarray(chunk_ids, dtype=np.int64)

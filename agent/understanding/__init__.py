@@ -13,8 +13,8 @@ process when the examples are first needed (about a second): it draws the line b
 decision's examples and all the others, which a fixed cosine cannot. A decision is taken when its
 probability reaches the decision's threshold (``THRESHOLDS``: the lowest with precision ≥ 0.95 in
 a five-fold cross-validation on the dev split, ``python -m agent.understanding.calibrate``).
-A tenant's own examples (``tenant_examples``) take a decision when the message's mean cosine
-with the two nearest of them reaches ``TENANT_THRESHOLD``. The evidence of every decision is its
+A tenant's own examples (``tenant_examples``) take a decision when the message's cosine with
+the nearest of them reaches ``TENANT_THRESHOLD``. The evidence of every decision is its
 probability and its nearest examples with their cosines.
 
 A message of several sentences is read whole and sentence by sentence, the best reading kept:
@@ -44,7 +44,7 @@ DEV_PATH = Path(__file__).resolve().parents[1] / "eval" / "data" / "conversation
 DECISIONS = ("person", "meeting", "pricing", "objection", "not_interested", "support", "goodbye",
              "greeting")
 NONE = "none"
-NEAREST = 2  # the evidence's nearest examples; a tenant's examples score by their mean cosine
+NEAREST = 2  # the nearest examples the evidence names
 # The probability each decision must reach: the lowest threshold whose precision is at least
 # 0.95 in the dev split's cross-validation (``calibrate``; docs/agent.md, "Evaluation").
 THRESHOLDS: dict[str, float] = {
@@ -228,11 +228,10 @@ def understand(message: str, *, tenant_examples: Iterable[Example] = (),
         if not texts or (decision in evidence and evidence[decision].taken):
             continue
         similarities = vectors @ embeddings.encode(texts).T  # parts × the tenant's examples
-        nearest = np.sort(similarities, axis=1)[:, -NEAREST:].mean(axis=1)
-        part = int(np.argmax(nearest))
-        if nearest[part] >= TENANT_THRESHOLD:
-            best = int(np.argmax(similarities[part]))
+        part, best = np.unravel_index(int(np.argmax(similarities)), similarities.shape)
+        if similarities[part, best] >= TENANT_THRESHOLD:
             evidence[decision] = Evidence(
-                decision=decision, score=float(nearest[part]), threshold=TENANT_THRESHOLD,
-                nearest=((texts[best], float(similarities[part, best])),), by="tenant")
+                decision=decision, score=float(similarities[part, best]),
+                threshold=TENANT_THRESHOLD, by="tenant",
+                nearest=((texts[best], float(similarities[part, best])),))
     return Understanding(evidence=evidence)

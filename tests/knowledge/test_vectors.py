@@ -87,7 +87,7 @@ def test_the_cache_of_matrices_stays_under_its_budget(api, kit, stranger, settin
     from tests.knowledge_helpers import index_pending
     index_pending()
     vectors.cache.clear()
-    one_tenant = vectors._matrix(tenant_id=kit.tenant.pk, livemode=True).nbytes
+    one_tenant = vectors.matrix(tenant_id=kit.tenant.pk, livemode=True).nbytes
     settings.KNOWLEDGE_VECTOR_CACHE_MB = one_tenant * 1.5 / (1024 * 1024)
     vectors.cache.clear()
     retrieve(tenant=kit.tenant, livemode=True, query="invoices")
