@@ -30,8 +30,15 @@ def api_key_get(*, tenant: Tenant, key_id: uuid.UUID) -> ApiKey | None:
     return ApiKey.objects.filter(tenant=tenant, pk=key_id).first()
 
 
-def api_key_replaced(*, tenant: Tenant, key_id: uuid.UUID) -> ApiKey | None:
-    """The key that rotation replaced with ``key_id`` (in its grace period or no longer), or
-    None when ``key_id`` was generated, not rotated."""
-    return (ApiKey.objects.filter(tenant=tenant, replaced_by_id=key_id)
-            .order_by("-created_at", "-id").first())
+def api_key_ancestors(*, tenant: Tenant, key_id: uuid.UUID) -> list[ApiKey]:
+    """Every key that rotations replaced on the way to ``key_id`` (K1 → K2 → K3: K2, then K1),
+    nearest first; empty when ``key_id`` was generated, not rotated."""
+    found: list[ApiKey] = []
+    seen, frontier = {key_id}, [key_id]
+    while frontier:
+        replaced = list(ApiKey.objects.filter(tenant=tenant, replaced_by_id__in=frontier)
+                        .exclude(pk__in=seen).order_by("-created_at", "-id"))
+        seen.update(k.pk for k in replaced)
+        frontier = [k.pk for k in replaced]
+        found += replaced
+    return found

@@ -97,12 +97,19 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
 
 @transaction.atomic
 def api_key_revoke_old(*, key: ApiKey) -> list[ApiKey]:
-    """Ends the grace period of the keys that ``key`` replaced ("Revoke Old Key")."""
+    """Ends the grace period of every key that ``key`` replaced ("Revoke Old Key"): the one it
+    replaced directly and, up the chain of rotations, the ones before it (after K1 → K2 → K3,
+    revoking K3's old keys ends K2's grace and K1's, whatever became of K2 meanwhile)."""
     now = timezone.now()
-    old = [
-        k for k in ApiKey.objects.select_for_update().filter(replaced_by=key)
-        if k.status_at(now) == KeyStatus.GRACE
-    ]
+    old: list[ApiKey] = []
+    seen, frontier = {key.pk}, [key.pk]
+    while frontier:
+        replaced = list(ApiKey.objects.select_for_update()
+                        .filter(tenant_id=key.tenant_id, replaced_by_id__in=frontier)
+                        .exclude(pk__in=seen).order_by("created_at", "id"))
+        seen.update(k.pk for k in replaced)
+        frontier = [k.pk for k in replaced]
+        old += [k for k in replaced if k.status_at(now) == KeyStatus.GRACE]
     if not old:
         raise Conflict("This key replaced no key that is still in its grace period.")
     for k in old:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
@@ -21,6 +22,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_otp import DEVICE_ID_SESSION_KEY
 
+from tenants import two_factor
 from tenants.models import UserRole
 from tenants.selectors import (
     admin_session_mark,
@@ -84,11 +86,42 @@ def _token_tenant(request: HttpRequest) -> Tenant | None:
     return tenant_by_admin_session(request.session.get(TOKEN_SESSION_KEY))
 
 
+class SecondFactor(StrEnum):
+    """Where a signed-in session stands with the second factor (``second_factor``)."""
+
+    VERIFIED = "verified"  # signed in with a code of a device the person still has
+    NONE = "none"  # the person has no two-factor device, and signed in without a code
+    MISSING = "missing"  # the person has a device, and this session never gave its code
+
+
+def second_factor(request: HttpRequest) -> SecondFactor:
+    """Whether the session of the signed-in person passed their second factor. A session that
+    only gave the password (whatever page signed it in: the admin's login, a session older than
+    the device) of a person with a confirmed device is ``MISSING``, and neither the dashboard
+    nor the admin accepts it. One query; kept on the request."""
+    known = getattr(request, "_second_factor", None)
+    if known is not None:
+        return known
+    user = request.user
+    session = getattr(request, "session", None) or {}
+    if two_factor.session_device_valid(user=user,
+                                       persistent_id=session.get(DEVICE_ID_SESSION_KEY)):
+        state = SecondFactor.VERIFIED
+    elif user_has_two_factor(user=user):
+        state = SecondFactor.MISSING
+    else:
+        state = SecondFactor.NONE
+    request._second_factor = state
+    return state
+
+
 def resolve_actor(request: HttpRequest) -> Actor | None:
     livemode = request.session.get(MODE_SESSION_KEY, True) is not False
     user = request.user
     if user.is_authenticated:
         if user.tenant_id is None or not user.is_active:
+            return None
+        if second_factor(request) == SecondFactor.MISSING:
             return None
         return Actor(tenant=user.tenant, user=user, livemode=livemode)
     tenant = _token_tenant(request)
@@ -107,18 +140,12 @@ def sign_in_with_token(request: HttpRequest, token: str) -> Tenant | None:
 
 
 def two_factor_missing(request: HttpRequest, actor: Actor) -> HttpResponse | None:
-    """Where a person goes first when their tenant requires two-factor sign-in and this session
-    was not signed in with a code: to set it up (no device yet), or to sign in again with one.
-    None when nothing is missing (one query, only in that case)."""
-    user = actor.user
-    if user is None or not actor.tenant.require_two_factor \
-            or request.session.get(DEVICE_ID_SESSION_KEY):
+    """Where a person goes first when their tenant requires two-factor sign-in and has none
+    yet: to set it up. (A person who has a device and whose session did not give its code never
+    gets this far: ``resolve_actor`` refuses the session.) None when nothing is missing."""
+    if actor.user is None or not actor.tenant.require_two_factor \
+            or second_factor(request) == SecondFactor.VERIFIED:
         return None
-    if user_has_two_factor(user=user):
-        logout(request)
-        messages.info(request, "Your team requires two-factor sign-in: sign in again, with the "
-                               "code of your app.")
-        return redirect("dashboard:login")
     messages.warning(request, "Your team requires two-factor sign-in: set it up to continue.")
     return redirect(reverse("dashboard:profile") + "#two-factor")
 
@@ -134,8 +161,12 @@ def dashboard_view(*, manage: bool = False, two_factor_setup: bool = False) -> C
             actor = resolve_actor(request)
             if actor is None:
                 if request.user.is_authenticated:
-                    messages.error(request, "This account belongs to no tenant: operators of the "
-                                            "service use the admin site.")
+                    if request.user.tenant_id is None:
+                        messages.error(request, "This account belongs to no tenant: operators of "
+                                                "the service use the admin site.")
+                    else:
+                        messages.info(request, "Sign in again, with the code of your app: this "
+                                               "session was not signed in with it.")
                     logout(request)
                 login = reverse("dashboard:login")
                 return redirect(f"{login}?{urlencode({'next': request.get_full_path()})}")

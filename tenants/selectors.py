@@ -116,13 +116,21 @@ def user_has_two_factor(*, user: User) -> bool:
     return TOTPDevice.objects.filter(user=user, confirmed=True).exists()
 
 
-def staff_member_by_id(*, user_id: Any) -> User | None:
-    """An active member of some tenant's staff by id (a sign-in in progress names them), or
-    None for anything else."""
+def user_signing_in(*, user_id: Any) -> User | None:
+    """An active account by id, of a tenant's staff or an operator (a sign-in waiting for its
+    code names them), or None for anything else."""
     try:
-        return User.objects.filter(pk=user_id, is_active=True, tenant__isnull=False).first()
+        return User.objects.filter(pk=user_id, is_active=True).first()
     except (ValidationError, ValueError, TypeError):
         return None
+
+
+def team_two_factor_members(*, tenant: Tenant) -> set[uuid.UUID]:
+    """The ids of the tenant's staff who sign in with a code (a confirmed TOTP device)."""
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    return set(TOTPDevice.objects.filter(user__tenant=tenant, confirmed=True)
+               .values_list("user_id", flat=True))
 
 
 def staff_for_password_reset(*, email: str) -> list[User]:

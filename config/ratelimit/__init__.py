@@ -26,12 +26,24 @@ How an endpoint takes part (docs/rate-limits.md has the whole story):
   DRF views takes a slot with ``aacquire`` and keeps it with ``concurrency.guard_stream``.
 """
 
-from .core import Decision, Limit, Slot, Slots, aacquire, acquire, check, counter_key, holders
+from .core import (
+    Decision,
+    Limit,
+    Slot,
+    Slots,
+    aacquire,
+    acquire,
+    add,
+    check,
+    counter_key,
+    holders,
+    peek,
+)
 from .network import client_address
 from .store import get_store
 from .tables import BUCKETS, PUBLIC_BUCKETS, V1_BUCKETS
 
 __all__ = [
     "BUCKETS", "PUBLIC_BUCKETS", "V1_BUCKETS", "Decision", "Limit", "Slot", "Slots", "aacquire",
-    "acquire", "check", "client_address", "counter_key", "get_store", "holders",
+    "acquire", "add", "check", "client_address", "counter_key", "get_store", "holders", "peek",
 ]

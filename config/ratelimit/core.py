@@ -220,6 +220,30 @@ def check(limits: Sequence[Limit], *, slots: Slots | None = None) -> Decision | 
     return decision
 
 
+def peek(limits: Sequence[Limit], *, at: float | None = None) -> tuple[int, ...] | None:
+    """How many requests each limit has counted in its window at ``at`` (now), counting nothing.
+    None when limits are off or the store is unreachable."""
+    if not settings.RATE_LIMIT_ENABLED:
+        return None
+    at = now() if at is None else at
+    try:
+        return get_store().peek([limit.key(at) for limit in limits])
+    except StoreUnavailable:
+        return None
+
+
+def add(limit: Limit, delta: int, *, at: float) -> None:
+    """Counts ``delta`` more (or, negative, takes back what was counted) in the window of
+    ``limit`` that contains ``at``, whatever its limit: for counts that an outcome decides after
+    the request was admitted (a wrong password). Nothing when limits are off or the store is
+    unreachable."""
+    if not settings.RATE_LIMIT_ENABLED:
+        return
+    counter = Counter(limit.key(at), limit.limit, ttl_until(limit.reset(at), now()))
+    with contextlib.suppress(StoreUnavailable):
+        get_store().add(counter, delta)
+
+
 class _NoSlot(Slot):
     """What :func:`acquire` gives when limits are off or the store is down: nothing to hold."""
 

@@ -85,6 +85,10 @@ class Store(Protocol):
 
     def holders(self, key: str, at: float) -> int: ...
 
+    def peek(self, keys: Sequence[str]) -> tuple[int, ...]: ...
+
+    def add(self, counter: Counter, delta: int) -> int: ...
+
     def clear(self) -> None: ...
 
 
@@ -121,6 +125,17 @@ return {1, held, unpack(counts)}
 """
 
 
+# Adds to one counter whatever it holds (no limit); a negative delta takes back what a caller
+# added before and never creates a counter (it may have ended with its window).
+_ADD = """
+local delta = tonumber(ARGV[1])
+if delta < 0 and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local count = redis.call('INCRBY', KEYS[1], delta)
+if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return count
+"""
+
+
 class RedisStore:
     """Counters and semaphores in the Redis of the default cache, one round trip per request."""
 
@@ -131,6 +146,7 @@ class RedisStore:
         # own cache object; the pool behind _cache is what we want to keep.)
         self._client = backend._cache.get_client(write=True)
         self._hit = self._client.register_script(_HIT)
+        self._add = self._client.register_script(_ADD)
         self._prefix = backend.make_and_validate_key("")
 
     def _key(self, key: str) -> str:
@@ -161,6 +177,14 @@ class RedisStore:
 
     def holders(self, key: str, at: float) -> int:
         return int(self._client.zcount(self._key(key), f"({at!r}", "+inf"))
+
+    def peek(self, keys: Sequence[str]) -> tuple[int, ...]:
+        if not keys:
+            return ()
+        return tuple(int(v or 0) for v in self._client.mget([self._key(k) for k in keys]))
+
+    def add(self, counter: Counter, delta: int) -> int:
+        return int(self._add(keys=[self._key(counter.key)], args=[delta, counter.ttl]))
 
     def clear(self) -> None:
         """Forgets every counter and slot (and nothing else that shares the Redis)."""
@@ -236,6 +260,20 @@ class LocalStore:
         with _LOCAL_LOCK:
             return sum(1 for exp in (self._cache.get(key) or {}).values() if exp > at)
 
+    def peek(self, keys: Sequence[str]) -> tuple[int, ...]:
+        with _LOCAL_LOCK:
+            found = self._cache.get_many(list(keys))
+            return tuple(int(found.get(k, 0)) for k in keys)
+
+    def add(self, counter: Counter, delta: int) -> int:
+        with _LOCAL_LOCK:
+            current = self._cache.get(counter.key)
+            if current is None and delta < 0:
+                return 0
+            count = max(0, int(current or 0) + delta)
+            self._cache.set(counter.key, count, counter.ttl)
+            return count
+
     def clear(self) -> None:
         """Forgets every counter and slot; the local-memory cache is cleared with them."""
         self._cache.clear()
@@ -271,6 +309,12 @@ class GuardedStore:
 
     def holders(self, key: str, at: float) -> int:
         return self._call("holders", key, at)
+
+    def peek(self, keys: Sequence[str]) -> tuple[int, ...]:
+        return self._call("peek", keys)
+
+    def add(self, counter: Counter, delta: int) -> int:
+        return self._call("add", counter, delta)
 
     def clear(self) -> None:
         self.inner.clear()

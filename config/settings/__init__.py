@@ -55,7 +55,8 @@ if not ALLOWED_HOSTS:
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    # The admin site asks for the second factor too (dashboard/admin_site.py).
+    "dashboard.admin_config.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -80,9 +81,11 @@ INSTALLED_APPS = [
     "widget",
     "dashboard",
     "calendars",
-    # Optional TOTP two-factor sign-in for the staff (docs/dashboard.md, "Accounts").
+    # Optional TOTP two-factor sign-in for the staff, with backup codes (docs/dashboard.md,
+    # "Accounts").
     "django_otp",
     "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
 ]
 
 MIDDLEWARE = [

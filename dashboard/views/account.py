@@ -32,12 +32,13 @@ from tenants import two_factor
 from tenants.availability import tenant_hours
 
 from ..auth import dashboard_view
-from .common import attempt, mark_invalid, refuse_on_form
+from .common import attempt, mark_invalid, refuse_on_form, secret_page, secret_redirect
 from .presence import AvailabilityForm, availability_initial, availability_save
 from .settings import DAYS
 
 # The page's sections, in order: each an include of dashboard/profile/.
 SECTIONS = ["details", "password", "notifications", "availability", "two_factor", "calendar"]
+BACKUP_CODES_KIND = "backup-codes"
 
 
 class DetailsForm(forms.Form):
@@ -59,9 +60,23 @@ class CodeForm(forms.Form):
         attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "pattern": "[0-9 ]*"}))
 
 
+class DisableForm(forms.Form):
+    password = forms.CharField(label="Your password", strip=False, widget=forms.PasswordInput(
+        attrs={"autocomplete": "current-password"}))
+    code = forms.CharField(label="A code from your app, or a backup code", max_length=16,
+                           widget=forms.TextInput(attrs={"autocomplete": "one-time-code",
+                                                         "autocapitalize": "off"}))
+
+
+class BackupCodesForm(forms.Form):
+    password = forms.CharField(label="Your password", strip=False, widget=forms.PasswordInput(
+        attrs={"autocomplete": "current-password"}))
+
+
 def _profile(request: HttpRequest, *, status: int = 200, **forms_given: Any) -> HttpResponse:
     user, tenant = request.actor.user, request.actor.tenant
     setup = two_factor.totp_device(user=user, confirmed=False)
+    two_factor_on = two_factor.totp_device(user=user) is not None
     context: dict[str, Any] = {
         "section": "account",
         "user": user,
@@ -76,7 +91,10 @@ def _profile(request: HttpRequest, *, status: int = 200, **forms_given: Any) -> 
         "tenant_hours": tenant_hours(tenant), "tenant_timezone": tenant.meeting_timezone,
         "day_names": dict(DAYS),
         "code_form": CodeForm(),
-        "two_factor_on": two_factor.totp_device(user=user) is not None,
+        "two_factor_on": two_factor_on,
+        "backup_codes_left": two_factor.backup_codes_left(user=user) if two_factor_on else 0,
+        "disable_form": DisableForm(),
+        "backup_form": BackupCodesForm(prefix="backup"),
         "two_factor_required": tenant.require_two_factor,
         "setup": _setup(setup) if setup else None,
         "calendar": request.actor.read(calendar_selectors.connection_of, both_modes=True,
@@ -194,27 +212,72 @@ def profile_two_factor_confirm(request: HttpRequest) -> HttpResponse:
     form = CodeForm(request.POST)
     if form.is_valid():
         try:
-            device = two_factor.totp_setup_confirm(user=request.actor.user,
-                                                   code=form.cleaned_data["code"])
+            device, codes = two_factor.totp_setup_confirm(user=request.actor.user,
+                                                          code=form.cleaned_data["code"])
         except ServiceError as exc:
             refuse_on_form(form, exc)
         else:
             otp_login(request, device)  # this session is signed in with it from now on
             messages.success(request, "Two-factor sign-in is on: from now on, sign-in asks for "
                                       "a code of your app after the password.")
-            return redirect(reverse("dashboard:profile") + "#two-factor")
+            return _backup_codes_shown_once(request, codes)
     return _profile(request, status=400, code_form=form)
+
+
+def _backup_codes_shown_once(request: HttpRequest, codes: list[str]) -> HttpResponse:
+    """The new backup codes, on the page that shows them once (``common.secret_redirect``)."""
+    return secret_redirect(request, kind=BACKUP_CODES_KIND, object_id=request.actor.user.pk,
+                           secret="\n".join(codes), to=reverse("dashboard:profile-backup-codes"))
+
+
+@dashboard_view()
+@_person
+def profile_backup_codes(request: HttpRequest) -> HttpResponse:
+    """The backup codes just made, once; then only how many are left and how to make new ones."""
+    user = request.actor.user
+    return secret_page(request, "dashboard/backup_codes.html", {
+        "section": "account", "backup_form": BackupCodesForm(prefix="backup"),
+        "two_factor_on": two_factor.totp_device(user=user) is not None,
+        "backup_codes_left": two_factor.backup_codes_left(user=user)},
+        kind=BACKUP_CODES_KIND, object_id=user.pk)
+
+
+@require_POST
+@dashboard_view()
+@_person
+def profile_backup_codes_new(request: HttpRequest) -> HttpResponse:
+    """New backup codes, after the password: the old ones stop working."""
+    form = BackupCodesForm(request.POST, prefix="backup")
+    if form.is_valid():
+        try:
+            codes = two_factor.backup_codes_regenerate(user=request.actor.user,
+                                                       password=form.cleaned_data["password"])
+        except ServiceError as exc:
+            refuse_on_form(form, exc)
+        else:
+            messages.success(request, "New backup codes: the old ones no longer work.")
+            return _backup_codes_shown_once(request, codes)
+    return _profile(request, status=400, backup_form=form)
 
 
 @require_POST
 @dashboard_view()
 @_person
 def profile_two_factor_disable(request: HttpRequest) -> HttpResponse:
-    two_factor.totp_disable(user=request.actor.user)
-    request.session.pop(DEVICE_ID_SESSION_KEY, None)
-    if request.actor.tenant.require_two_factor:
-        messages.warning(request, "Two-factor sign-in is off, but your team requires it: set it "
-                                  "up again to continue.")
-    else:
-        messages.success(request, "Two-factor sign-in is off: sign-in asks for your password only.")
-    return redirect(reverse("dashboard:profile") + "#two-factor")
+    """Turns two-factor sign-in off, after the password and a current code."""
+    form = DisableForm(request.POST)
+    if form.is_valid():
+        try:
+            two_factor.totp_disable(user=request.actor.user, **form.cleaned_data)
+        except ServiceError as exc:
+            refuse_on_form(form, exc)
+        else:
+            request.session.pop(DEVICE_ID_SESSION_KEY, None)
+            if request.actor.tenant.require_two_factor:
+                messages.warning(request, "Two-factor sign-in is off, but your team requires "
+                                          "it: set it up again to continue.")
+            else:
+                messages.success(request, "Two-factor sign-in is off: sign-in asks for your "
+                                          "password only.")
+            return redirect(reverse("dashboard:profile") + "#two-factor")
+    return _profile(request, status=400, disable_form=form)

@@ -60,11 +60,25 @@ def _shown_once(request: HttpRequest, key: ApiKey, raw: str) -> HttpResponse:
 def key_index(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     keys = request.actor.read(apikey_selectors.api_key_list, both_modes=True, limit=SHOWN)
-    in_grace = {k.replaced_by_id for k in keys if k.replaced_by_id and k.status_at(now) == KeyStatus.GRACE}
     rows = [{"key": k, "status": k.status_at(now), "label": KeyStatus(k.status_at(now)).label,
-             "has_old_in_grace": k.pk in in_grace} for k in keys]
+             "has_old_in_grace": k.pk in _successors_of_grace_keys(keys, now)} for k in keys]
     return render(request, "dashboard/keys.html", {"rows": rows, "form": KeyForm(),
                                                    "section": "keys"})
+
+
+def _successors_of_grace_keys(keys: list[ApiKey], now) -> set:
+    """The keys that replaced a key still in its grace period, directly or down a chain of
+    rotations: "Revoke old key" on any of them ends that grace (``api_key_revoke_old``)."""
+    by_id = {k.pk: k for k in keys}
+    found: set = set()
+    for k in keys:
+        if k.status_at(now) != KeyStatus.GRACE:
+            continue
+        successor = k.replaced_by_id
+        while successor is not None and successor not in found:
+            found.add(successor)
+            successor = by_id[successor].replaced_by_id if successor in by_id else None
+    return found
 
 
 @require_POST
@@ -103,10 +117,11 @@ def key_created(request: HttpRequest, key_id: str) -> HttpResponse:
     and the button that ends its grace period early."""
     key = _key(request, key_id)
     now = timezone.now()
-    old = request.actor.read(apikey_selectors.api_key_replaced, both_modes=True, key_id=key.pk)
+    old = request.actor.read(apikey_selectors.api_key_ancestors, both_modes=True, key_id=key.pk)
+    in_grace = [k for k in old if k.status_at(now) == KeyStatus.GRACE]
     return secret_page(request, "dashboard/key_created.html", {
-        "key": key, "active": key.status_at(now) == KeyStatus.ACTIVE, "rotated": old,
-        "old_in_grace": old is not None and old.status_at(now) == KeyStatus.GRACE,
+        "key": key, "active": key.status_at(now) == KeyStatus.ACTIVE,
+        "rotated": old[0] if old else None, "old_in_grace": in_grace,
         "section": "keys"}, kind=SECRET_KIND, object_id=key.pk)
 
 
@@ -114,8 +129,11 @@ def key_created(request: HttpRequest, key_id: str) -> HttpResponse:
 @dashboard_view(manage=True)
 def key_revoke_old(request: HttpRequest, key_id: str) -> HttpResponse:
     key = _key(request, key_id)
-    attempt(request, lambda: apikey_services.api_key_revoke_old(key=key),
-            "The old key is revoked: only the new one works now.")
+    revoked = attempt(request, lambda: apikey_services.api_key_revoke_old(key=key))
+    if revoked:
+        messages.success(request, "The old key is revoked: only the new one works now."
+                         if len(revoked) == 1 else f"The {len(revoked)} old keys of this "
+                         "rotation are revoked: only the new one works now.")
     return redirect("dashboard:keys")
 
 

@@ -32,7 +32,7 @@ class ResetView(auth_views.PasswordResetView):
     success_url = reverse_lazy("dashboard:password-reset-done")
 
     def post(self, request, *args, **kwargs):
-        refusal = sign_in_refused(request, account=None, kind="reset")
+        refusal = sign_in_refused(request, kind="reset")
         if refusal is not None:
             return refused_page(request, self.template_name, refusal,
                                 {"form": self.form_class()})

@@ -1,7 +1,7 @@
 """The team (docs/dashboard.md, "Team"): the staff with their role, whether they are active,
 when they last signed in and their open handoffs; invitations (sent by email and shown once to
 copy, resent, revoked); changing a role; deactivating and reactivating; requiring two-factor
-sign-in. Managers and the admin token.
+sign-in, and resetting a member's second factor. Managers and the admin token.
 
 An invitation's link is a secret: the form that sends it redirects to a page that shows it
 once (``common.secret_redirect``), as a new API key is shown. A refused action shows the team
@@ -25,6 +25,7 @@ from conversations.services import team as team_services
 from core.errors import ServiceError
 from tenants import selectors as tenant_selectors
 from tenants import team as tenant_team
+from tenants import two_factor as tenant_two_factor
 from tenants.models import UserRole
 
 from ..auth import dashboard_view
@@ -66,6 +67,7 @@ def _page(request: HttpRequest, *, status: int = 200, invite_form: InviteForm | 
         "activity": actor.read(tenant_selectors.team_events, both_modes=True),
         "invite_form": mark_invalid(invite_form) if invite_form is not None else InviteForm(),
         "two_factor_form": TwoFactorRuleForm(initial={"required": actor.tenant.require_two_factor}),
+        "two_factor_members": actor.read(tenant_selectors.team_two_factor_members, both_modes=True),
         "roles": UserRole.choices,
         "now": timezone.now(),
     }
@@ -194,4 +196,20 @@ def team_two_factor(request: HttpRequest) -> HttpResponse:
     messages.success(request, "Two-factor sign-in is now required for the whole team: members "
                               "without it set it up at their next page." if required else
                      "Two-factor sign-in is now optional.")
+    return redirect("dashboard:team")
+
+
+@require_POST
+@dashboard_view(manage=True)
+def team_member_two_factor_reset(request: HttpRequest, user_id) -> HttpResponse:
+    """Removes a member's second factor (their app and backup codes), for a member who lost
+    both: they sign in with their password again."""
+    member = _member(request, user_id)
+    try:
+        had = tenant_two_factor.member_two_factor_reset(user=member, actor=request.actor.user)
+    except ServiceError as exc:
+        return _page(request, status=_status(exc), problems={str(member.pk): exc.message})
+    messages.success(request, f"{member.display_name}'s two-factor sign-in is reset: they sign "
+                              "in with their password, then set it up again." if had else
+                     f"{member.display_name} has no two-factor sign-in to reset.")
     return redirect("dashboard:team")

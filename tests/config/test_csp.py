@@ -64,7 +64,7 @@ def test_every_dashboard_page_carries_the_policy(pages, manager, kit):
              "/dashboard/knowledge/", "/dashboard/keys/", "/dashboard/webhooks/",
              "/dashboard/settings/", "/dashboard/settings/widget/preview/",
              "/dashboard/calendar/", "/dashboard/analytics/", "/dashboard/profile/",
-             "/dashboard/team/"]
+             "/dashboard/profile/two-factor/backup-codes/", "/dashboard/team/"]
     for path in paths:
         r = client.get(path)
         assert r.status_code == 200, path

@@ -1,6 +1,7 @@
 """Accounts over HTTP (docs/dashboard.md, "Accounts"): My profile (name, email, password with
 Django's validators, emails), password reset by email over real SMTP with Django's tokens,
-sign-in rate limits per address and per account (429, Retry-After, nothing checked), and TOTP
+sign-in rate limits per address and per account and address (429, Retry-After, nothing
+checked; that an attacker elsewhere cannot lock the owner out: test_sign_in_limits.py), and TOTP
 two-factor sign-in (set up, a wrong code, the code step, the team's requirement)."""
 
 from __future__ import annotations
@@ -125,13 +126,14 @@ def test_reset_requests_are_limited_per_address(rep, smtp):
 
 # --- sign-in rate limits ----------------------------------------------------------------------------
 
-def test_sign_in_is_limited_per_account(rep, clock):
+def test_sign_in_is_limited_per_account_and_address(rep, clock):
     for _ in range(PER_ACCOUNT):
         assert _sign_in(Client(), password="wrong").status_code == 200
-    # Even the right password is not checked now.
+    # From this address, even the right password is not checked now (another address's is:
+    # tests/dashboard/test_sign_in_limits.py).
     r = _sign_in(Client())
     assert r.status_code == 429 and int(r["Retry-After"]) > 0
-    assert "Too many sign-in attempts for this account" in r.content.decode()
+    assert "Too many failed sign-ins for this account from your address" in r.content.decode()
     # Another account from the same address still signs in.
     user_create(tenant=rep.tenant, email="zoe@acme.test", first_name="Zoe", password=PASSWORD)
     assert _sign_in(Client(), "zoe@acme.test").status_code == 302
@@ -193,10 +195,10 @@ def test_the_code_step_needs_the_password_step_first(rep):
 def test_the_code_step_is_rate_limited_per_account(rep):
     _enable_totp(signed_in(rep), rep)
     client = Client()
-    _sign_in(client)  # one attempt of the account's budget
+    _sign_in(client)  # the right password: no failure
     statuses = [client.post("/dashboard/login/code/", {"code": "99999"}).status_code
-                for _ in range(PER_ACCOUNT)]
-    assert statuses[:PER_ACCOUNT - 1] == [400] * (PER_ACCOUNT - 1) and statuses[-1] == 429
+                for _ in range(PER_ACCOUNT + 1)]
+    assert statuses[:PER_ACCOUNT] == [400] * PER_ACCOUNT and statuses[-1] == 429
 
 
 def test_a_manager_requires_two_factor_for_the_team(kit, manager, rep):
@@ -220,7 +222,7 @@ def test_a_manager_requires_two_factor_for_the_team(kit, manager, rep):
     # A session that did not sign in with the code (here: another browser) is sent to sign in.
     other = signed_in(rep)
     r = other.get("/dashboard/leads/")
-    assert r.status_code == 302 and r["Location"] == "/dashboard/login/"
+    assert r.status_code == 302 and r["Location"].startswith("/dashboard/login/")
 
 
 @pytest.mark.parametrize("path", ["/dashboard/profile/", "/dashboard/profile/two-factor/start/"])

@@ -144,3 +144,52 @@ def test_revoke_buttons_ask_first(kit, manager):
         ">Revoke old key</button>")
     assert "data-confirm=\"Revoke key “live admin”? Clients using it stop working at once." in html
     assert "onclick" not in html and "onsubmit" not in html
+
+
+def _rotate(client, key_id) -> tuple[ApiKey, str]:
+    """Rotates a key on the dashboard; the new row and its value (from the page that shows it)."""
+    r = client.post(f"/dashboard/keys/{key_id}/rotate/")
+    assert r.status_code == 302, r.content
+    new = ApiKey.objects.get(pk=r["Location"].split("/")[-3])
+    return new, client.get(r["Location"]).context["secret"]
+
+
+def test_revoking_old_keys_ends_the_grace_of_the_whole_rotation_chain(api, kit, manager):
+    """K1 → K2 → K3, then "Revoke old key" on K3 and "Revoke" on K3: no key of the chain is
+    accepted any more (issue 28: K1 kept its 24-hour grace)."""
+    client = signed_in(manager)
+    k1 = kit.key_rows["live"]["write"]
+    raw1 = kit.keys["live"]["write"]
+    k2, raw2 = _rotate(client, k1.pk)
+    k3, raw3 = _rotate(client, k2.pk)
+
+    def status(raw: str) -> int:
+        return api.get("/api/v1/leads", headers={"Authorization": f"Bearer {raw}"}).status_code
+
+    assert [status(raw) for raw in (raw1, raw2, raw3)] == [200, 200, 200]
+    r = client.post(f"/dashboard/keys/{k3.pk}/revoke-old/", follow=True)
+    assert [status(raw) for raw in (raw1, raw2, raw3)] == [401, 401, 200]
+    assert "The 2 old keys of this rotation are revoked" in r.content.decode()
+    client.post(f"/dashboard/keys/{k3.pk}/revoke/")
+    assert [status(raw) for raw in (raw1, raw2, raw3)] == [401, 401, 401]
+
+
+def test_revoke_old_key_is_offered_while_any_ancestor_is_in_grace(api, kit, manager):
+    """K2 revoked on its own leaves K1 in grace: K3's row still offers "Revoke old key", and it
+    ends K1's grace."""
+    client = signed_in(manager)
+    k1, raw1 = kit.key_rows["live"]["read"], kit.keys["live"]["read"]
+    k2, _ = _rotate(client, k1.pk)
+    k3, raw3 = _rotate(client, k2.pk)
+    client.post(f"/dashboard/keys/{k2.pk}/revoke/")
+    assert api.get("/api/v1/leads", headers={"Authorization": f"Bearer {raw1}"}).status_code == 200
+    html = client.get("/dashboard/keys/").content.decode()
+    row = html[html.index(f'data-key="{k3.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert f"/dashboard/keys/{k3.pk}/revoke-old/" in row
+    page = client.get(f"/dashboard/keys/{k3.pk}/created/").content.decode()
+    assert k1.masked in page and k2.masked not in page and "Revoke old key now" in page
+    r = client.post(f"/dashboard/keys/{k3.pk}/revoke-old/", follow=True)
+    assert "The old key is revoked" in r.content.decode()
+    assert api.get("/api/v1/leads", headers={"Authorization": f"Bearer {raw1}"}).status_code == 401
+    assert api.get("/api/v1/leads", headers={"Authorization": f"Bearer {raw3}"}).status_code == 200
