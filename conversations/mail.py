@@ -3,6 +3,12 @@ the message a row becomes when it is sent (docs/meetings.md, "Email").
 
 Rendering happens when the row is written, in the event's transaction: the email says what was
 true at that moment, and sending it later (or again) sends the same bytes.
+
+No header is built from unchecked text: names, companies and the tenant's name enter the
+subject and the sender, where a line break would forge a header or make Django refuse the
+message for good. Input refuses control characters (``leads.validation``), but rows written
+before that rule, a visitor's words and old email rows still hold them: the headers are made one
+line (``core.text.one_line``) when the row is rendered and again when it is sent.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from core import ics
+from core.text import one_line
 from tenants.models import Tenant, User
 
 from . import links, scheduling
@@ -43,7 +50,7 @@ class Rendered:
 def sender(tenant: Tenant) -> str:
     """``DEFAULT_FROM_EMAIL``'s address under the tenant's name: "Acme Inc <noreply@…>"."""
     _, address = parseaddr(settings.DEFAULT_FROM_EMAIL)
-    return formataddr((tenant.name, address or "noreply@localhost"))
+    return formataddr((one_line(tenant.name), address or "noreply@localhost"))
 
 
 def dashboard_url(name: str, **kwargs: Any) -> str:
@@ -52,9 +59,10 @@ def dashboard_url(name: str, **kwargs: Any) -> str:
 
 def _render(kind: str, to: str, tenant: Tenant, subject: str, context: dict[str, Any], *,
             template: str | None = None, ics: str = "", ics_method: str = "") -> Rendered:
+    subject = one_line(subject)
     context = {"tenant": tenant, "kind": kind, "subject": subject, **context}
     name = template or kind
-    return Rendered(kind=kind, to=to, from_email=sender(tenant), subject=subject,
+    return Rendered(kind=kind, to=one_line(to), from_email=sender(tenant), subject=subject,
                     text_body=render_to_string(f"emails/{name}.txt", context),
                     html_body=render_to_string(f"emails/{name}.html", context),
                     ics=ics, ics_method=ics_method)
@@ -153,9 +161,10 @@ def staff_invitation_email(invitation: Any, token: str, inviter: str) -> Rendere
 # --- sending --------------------------------------------------------------------------------
 
 def message(email: OutboundEmail) -> EmailMultiAlternatives:
-    """The row as Django's email framework sends it: plain text, HTML, and the ``.ics``."""
-    built = EmailMultiAlternatives(subject=email.subject, body=email.text_body,
-                                   from_email=email.from_email, to=[email.to],
+    """The row as Django's email framework sends it: plain text, HTML, and the ``.ics``. The
+    headers are one line whatever the row holds (a row rendered before they were made so)."""
+    built = EmailMultiAlternatives(subject=one_line(email.subject), body=email.text_body,
+                                   from_email=one_line(email.from_email), to=[one_line(email.to)],
                                    headers={"X-Service-Email": str(email.pk)})
     if email.html_body:
         built.attach_alternative(email.html_body, "text/html")

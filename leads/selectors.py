@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Value
+from django.db.models.functions import Lower
 
 from core.pagination import Page
 from core.sql import execute_with_values, fetch_all, fetch_one, iso_timestamp_sql, prepared_cursor
@@ -497,6 +498,13 @@ def lead_get(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID) -> Lead | No
     """One lead of the tenant in this mode (with its assignee), or None."""
     return (Lead.objects.filter(tenant=tenant, livemode=livemode, pk=lead_id)
             .select_related("assigned_to").first())
+
+
+def lead_with_email(*, tenant: Tenant, livemode: bool, email: str) -> Lead | None:
+    """The tenant's lead in this mode whose address is ``email`` in its kept form
+    (``core.emails``), compared as the unique index compares (``lead_email_unique_ci``)."""
+    return (Lead.objects.alias(email_lower=Lower("email"))
+            .filter(tenant=tenant, livemode=livemode, email_lower=Lower(Value(email))).first())
 
 
 def lead_newest(*, tenant: Tenant, livemode: bool, limit: int) -> list[Lead]:

@@ -15,15 +15,14 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
-
+from core import emails
 from core.errors import FieldError, InvalidRequest, Unprocessable
+from core.text import CONTROL_MESSAGE, has_control
 from tenants.models import Tenant, User
 
 from .vocabulary import LeadSource, LeadStatus
 
-MAX_EMAIL_LENGTH = 254
+MAX_EMAIL_LENGTH = emails.MAX_LENGTH
 TEXT_LIMITS = {"name": 200, "company": 200, "title": 200, "phone": 50, "last_intent": 100}
 MIN_SCORE, MAX_SCORE = 0, 100
 MAX_TAGS = 50
@@ -34,24 +33,32 @@ MAX_CUSTOM_FIELD_KEY_LENGTH = 100
 
 
 class Refused(Exception):
-    """One field's value breaks a rule; ``at`` narrows the field (``tags`` + ``.3``)."""
+    """One field's value breaks a rule; ``at`` narrows the field (``tags`` + ``.3``).
+    ``semantic``: the value has the shape the schemas state but breaks a rule they cannot
+    (an address whose normalised form is none), a 422 rather than a 400."""
 
-    def __init__(self, code: str, message: str, at: str = ""):
+    def __init__(self, code: str, message: str, at: str = "", *, semantic: bool = False):
         super().__init__(message)
-        self.code, self.message, self.at = code, message, at
+        self.code, self.message, self.at, self.semantic = code, message, at, semantic
 
 
 def clean_email(value: Any) -> str:
-    email = value.strip() if isinstance(value, str) else ""
-    if not email:
+    """The address in the one form leads keep (``core.emails``): uniqueness compares that form,
+    case-insensitively."""
+    if not (isinstance(value, str) and value.strip()):
         raise Refused("required", "A lead needs an email address.")
-    if len(email) > MAX_EMAIL_LENGTH:
-        raise Refused("too_long", f"At most {MAX_EMAIL_LENGTH} characters.")
     try:
-        validate_email(email)
-    except DjangoValidationError:
-        raise Refused("invalid_format", "Enter a valid email address.") from None
-    return email
+        return emails.normalise_email(value)
+    except emails.EmailRefused as refused:
+        raise Refused(refused.code, refused.message, semantic=refused.semantic) from None
+
+
+def _one_line(text: str, *, at: str = "") -> str:
+    """Names, companies, titles and tags go into email headers, invitations and lists: a line
+    break there forges or breaks a line (``core.text``)."""
+    if has_control(text):
+        raise Refused("invalid_format", CONTROL_MESSAGE, at=at)
+    return text
 
 
 def _text(field: str) -> Callable[[Any], str]:
@@ -65,7 +72,7 @@ def _text(field: str) -> Callable[[Any], str]:
         text = value.strip()
         if len(text) > limit:
             raise Refused("too_long", f"At most {limit} characters.")
-        return text
+        return _one_line(text)
 
     return clean
 
@@ -99,6 +106,7 @@ def clean_tags(value: Any) -> list[str]:
         if len(tag.strip()) > MAX_TAG_LENGTH:
             raise Refused("too_long", f"A tag has at most {MAX_TAG_LENGTH} characters.",
                           at=f".{index}")
+        _one_line(tag.strip(), at=f".{index}")
     return list(dict.fromkeys(tag.strip() for tag in value if tag.strip()))
 
 
@@ -129,9 +137,12 @@ CLEANERS: dict[str, Callable[[Any], Any]] = {
 
 def clean(values: dict[str, Any], *, tenant: Tenant) -> dict[str, Any]:
     """``values`` (model field -> value) cleaned; every broken rule is reported at once, as
-    400 ``invalid_request``, before an assignee outside the tenant (422 ``unprocessable``)."""
+    400 ``invalid_request``, before the rules that a well-formed value breaks (422
+    ``unprocessable``: an address whose normalised form is none, an assignee outside the
+    tenant)."""
     cleaned: dict[str, Any] = {}
     errors: list[FieldError] = []
+    semantic: list[FieldError] = []
     for field, value in values.items():
         if field == "assigned_to_id":
             continue
@@ -141,9 +152,12 @@ def clean(values: dict[str, Any], *, tenant: Tenant) -> dict[str, Any]:
         try:
             cleaned[field] = cleaner(value)
         except Refused as refused:
-            errors.append(FieldError(field + refused.at, refused.code, refused.message))
+            found = FieldError(field + refused.at, refused.code, refused.message)
+            (semantic if refused.semantic else errors).append(found)
     if errors:
-        raise InvalidRequest(details=errors)
+        raise InvalidRequest(details=errors + semantic)
+    if semantic:
+        raise Unprocessable(semantic[0].message, details=semantic)
     if "assigned_to_id" in values:
         cleaned["assigned_to_id"] = assignee_id(tenant, values["assigned_to_id"])
     return cleaned

@@ -11,11 +11,14 @@ from django.db import transaction
 from django.db.models import F
 
 from core import crypto
+from core.emails import EmailRefused
 from core.errors import FieldError, Unprocessable
+from core.text import CONTROL_MESSAGE, has_control
 
 from .availability import clean_working_hours
 from .models import AgentProvider, Plan, Tenant, User, UserRole
 from .selectors import ADMIN_TOKEN_PREFIX
+from .team import name_problems, staff_email
 
 
 def _new_admin_token() -> str:
@@ -37,6 +40,9 @@ def tenant_create(
             "A tenant needs a name of 1 to 200 characters.",
             details=[FieldError("name", "too_long" if name else "required", "1 to 200 characters")],
         )
+    if has_control(name):  # it names the sender of every email (conversations.mail)
+        raise Unprocessable("A tenant's name is one line.",
+                            details=[FieldError("name", "invalid_format", CONTROL_MESSAGE)])
     if plan not in Plan.values:
         raise Unprocessable(f"Unknown plan {plan!r}.",
                             details=[FieldError("plan", "invalid_enum", ", ".join(Plan.values))])
@@ -151,11 +157,20 @@ def user_create(
     role: str = UserRole.REP,
     password: str | None = None,
 ) -> User:
-    """Adds a member of a tenant's sales staff; they sign in to the dashboard with ``email``."""
+    """Adds a member of a tenant's sales staff; they sign in to the dashboard with ``email``
+    (kept as every staff address is, ``tenants.team.staff_email``)."""
+    try:
+        email = staff_email(email)
+    except EmailRefused as refused:
+        raise Unprocessable(refused.message,
+                            details=[FieldError("email", refused.code, refused.message)]) from None
+    details = name_problems(first_name=first_name, last_name=last_name)
+    if details:
+        raise Unprocessable("Names are one line.", details=details)
     user = User(
         tenant=tenant,
-        username=email.lower(),
-        email=email.lower(),
+        username=email,
+        email=email,
         first_name=first_name,
         last_name=last_name,
         role=role,

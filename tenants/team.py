@@ -21,13 +21,14 @@ from typing import Any
 from django.contrib.auth import password_validation
 from django.core import signing
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
 from core import crypto, events
+from core.emails import EmailRefused, normalise_email
 from core.errors import Conflict, FieldError, NotFound, Unprocessable
 from core.models import EventType
+from core.text import CONTROL_MESSAGE, has_control
 
 from .models import INVITATION_DAYS, Invitation, Tenant, User, UserRole
 
@@ -76,11 +77,20 @@ def _issue(invitation: Invitation, now: datetime) -> str:
     return token
 
 
+def staff_email(email: str) -> str:
+    """A staff member's address as kept (their user name): the form every address takes
+    (``core.emails``: NFKC, the domain IDNA-encoded), in lower case. Raises ``EmailRefused``."""
+    return normalise_email(email).lower()
+
+
+def name_problems(**names: str) -> list[FieldError]:
+    """The names (``first_name=…``) that hold a line break or another control character: they
+    go into email subjects and invitations (``core.text``)."""
+    return [FieldError(field, "invalid_format", CONTROL_MESSAGE)
+            for field, value in names.items() if has_control(value)]
+
+
 def _email_problem(tenant: Tenant, email: str) -> FieldError | None:
-    try:
-        validate_email(email)
-    except ValidationError:
-        return FieldError("email", "invalid_format", "Enter a valid email address.")
     existing = User.objects.filter(username=email).first()
     if existing is not None and existing.tenant_id == tenant.pk:
         return FieldError("email", "taken", "This person already has an account in your team.")
@@ -99,13 +109,17 @@ def invitation_create(*, tenant: Tenant, actor: User | None, email: str, role: s
                       ) -> tuple[Invitation, str, Any]:
     """Invites ``email`` to the team as ``role``; returns the invitation, its token (shown
     once, and sent by email) and the event, which the email refers to."""
-    email = (email or "").strip().lower()
     details = []
     if role not in UserRole.values:
         details.append(FieldError("role", "invalid_enum", ", ".join(UserRole.values)))
-    problem = _email_problem(tenant, email)
-    if problem is not None:
-        details.append(problem)
+    try:
+        email = staff_email(email)
+    except EmailRefused as refused:
+        details.append(FieldError("email", refused.code, refused.message))
+    else:
+        problem = _email_problem(tenant, email)
+        if problem is not None:
+            details.append(problem)
     if details:
         raise Unprocessable("The invitation was not sent.", details=details)
     now = timezone.now()
@@ -207,6 +221,7 @@ def _account_problems(user: User, password: str) -> list[FieldError]:
     """What is wrong with a new account: no first name, or a password that Django's
     validators refuse (each of their reasons)."""
     details = [] if user.first_name else [FieldError("first_name", "required", "Your first name.")]
+    details += name_problems(first_name=user.first_name, last_name=user.last_name)
     try:
         password_validation.validate_password(password, user)
     except ValidationError as exc:
@@ -309,12 +324,12 @@ def member_set_active(*, user: User, active: bool, actor: User | None) -> User:
 def user_set_profile(*, user: User, first_name: str, last_name: str, email: str) -> User:
     """A person's own name and email (their sign-in: the email is their user name)."""
     first_name, last_name = (first_name or "").strip(), (last_name or "").strip()
-    email = (email or "").strip().lower()
     details = [] if first_name else [FieldError("first_name", "required", "Your first name.")]
+    details += name_problems(first_name=first_name, last_name=last_name)
     try:
-        validate_email(email)
-    except ValidationError:
-        details.append(FieldError("email", "invalid_format", "Enter a valid email address."))
+        email = staff_email(email)
+    except EmailRefused as refused:
+        details.append(FieldError("email", refused.code, refused.message))
     else:
         if User.objects.filter(username=email).exclude(pk=user.pk).exists():
             details.append(FieldError("email", "taken", "Another account has this address."))

@@ -11,7 +11,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.utils import html
 
-from core import ids
+from core import emails, ids
 from core.timestamps import format_timestamp
 
 
@@ -53,19 +53,9 @@ NOT_BLANK_TEXT = (f"^(?:\\ufeff{WHITESPACE}*{NOT_WHITESPACE}|[^\\ufeff{_SPACES}]
                   f"|{WHITESPACE}+{NOT_WHITESPACE})")
 
 
-# An address Django's ``validate_email`` takes (which the lead services use), for the schemas:
-# a dot-atom or quoted local part; a host name whose last label is letters (or punycode), or
-# localhost. (Django also takes a bracketed IP address, which the schemas leave unsaid.)
-_LETTER = "a-zA-Z\u00a1-\uffff"
-_LABEL = f"[{_LETTER}0-9](?:[{_LETTER}0-9-]{{0,61}}[{_LETTER}0-9])?"
-_ATOM = r"[-!#$%&'*+/=?^_`{}|~0-9A-Za-z]+"
-EMAIL_PATTERN = (
-    rf'^(?:{_ATOM}(?:\.{_ATOM})*'
-    r'|"(?:[\u0001-\u0008\u000b\u000c\u000e-\u001f!#-\[\]-\u007f]'
-    r'|\\[\u0001-\u0009\u000b\u000c\u000e-\u007f])*")'
-    rf"@(?:{_LABEL}(?:\.{_LABEL})*\.(?:[{_LETTER}][{_LETTER}-]{{0,61}}[{_LETTER}]"
-    r"|xn--[a-zA-Z0-9]{1,59})|localhost)$"
-)
+# The email addresses the schemas state (``config.api.schema.state_email``): those the service
+# takes (``core.emails``).
+EMAIL_PATTERN = emails.EMAIL_PATTERN
 
 
 class LanguageField(serializers.CharField):
@@ -102,6 +92,12 @@ class StatedRules:
 
 class StatedCharField(StatedRules, serializers.CharField):
     pass
+
+
+class StatedLineField(StatedCharField):
+    """One line of text (a name, a company, a tag): the service behind the endpoint refuses
+    control characters inside it (``core.text``), which its schema states
+    (``config.api.schema.state_one_line``)."""
 
 
 class StatedEmailField(StatedRules, serializers.EmailField):

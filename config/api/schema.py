@@ -11,8 +11,15 @@ from drf_spectacular.plumbing import force_instance
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import serializers
 
+from core.text import CONTROL_CLASS
+
 from .errors import V1_STATUS
-from .fields import EMAIL_PATTERN, NOT_WHITESPACE, WHITESPACE
+from .fields import (
+    EMAIL_PATTERN,
+    NOT_WHITESPACE,
+    WHITESPACE,
+    StatedLineField,
+)
 
 
 class AutoSchema(SpectacularAutoSchema):
@@ -23,8 +30,8 @@ class AutoSchema(SpectacularAutoSchema):
     so that the schema never calls valid what the field refuses, nor the reverse: a text field
     that trims its input (DRF's default) counts its characters after trimming and takes
     whitespace alone as blank (``state_trimming``); a list with ``allow_empty=False`` needs an
-    item. And in both directions an email address is one Django's validator takes
-    (``EMAIL_PATTERN``)."""
+    item; a line of text holds no control character once trimmed (``state_one_line``). And in
+    both directions an email address is one the service takes (``EMAIL_PATTERN``)."""
 
     def _is_list_view(self, serializer=None) -> bool:
         return False
@@ -62,14 +69,17 @@ _BLANK = {"type": "string", "maxLength": 0}  # drf-spectacular's "or blank" bran
 def _state_request_field(field: serializers.Field, schema: dict) -> None:
     if isinstance(field, serializers.CharField) and field.trim_whitespace:
         state_trimming(field, schema)
+    if isinstance(field, StatedLineField):
+        state_one_line(field, schema)
     if isinstance(field, serializers.ListField) and not field.allow_empty:
         schema["minItems"] = max(schema.get("minItems", 0), 1)
 
 
 def state_email(schema: dict) -> None:
-    """An address is one Django's validator takes (the services and the staff forms use it),
-    which neither ``email`` (ASCII only) nor ``idn-email`` (valid punycode only) describes: the
-    format gives way to ``EMAIL_PATTERN`` (in the first branch of an "or blank")."""
+    """An address is one the service takes (``core.emails``: Django's validator, printable
+    ASCII in a quoted local part, no IP literal), which neither ``email`` (ASCII only) nor
+    ``idn-email`` (valid punycode only) describes: the format gives way to ``EMAIL_PATTERN``
+    (in the first branch of an "or blank")."""
     inner = schema["oneOf"][0] if "oneOf" in schema else schema
     if inner.get("format") == "email":
         del inner["format"]
@@ -89,6 +99,27 @@ def state_trimming(field: serializers.CharField, schema: dict) -> None:
     if blank:
         del schema["oneOf"]
         schema["anyOf"] = [inner, {"type": "string", "pattern": f"^{WHITESPACE}*$"}]
+
+
+# Neither a control character (CONTROL_CLASS) nor whitespace (SPACE_CLASS), the two classes
+# merged: what a trimmed line starts and ends with.
+_LINE_END = r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
+def state_one_line(field: serializers.CharField, schema: dict) -> None:
+    """Makes the request schema of a line of text say that, once trimmed, it holds no control
+    character (``core.text``: the services refuse them) and, as ``state_trimming`` stated, has
+    at least ``min_length`` (or, when it allows no blank, 1) characters. Anchored: the control
+    characters at either end are whitespace the field trims."""
+    inner = schema["anyOf"][0] if "anyOf" in schema else schema
+    least = max(field.min_length or 0, 0 if field.allow_blank else 1)
+    # The trimmed text starts and ends with _LINE_END, which no whitespace matches: one way to
+    # match, and no backtracking that grows with the length.
+    text = f"{_LINE_END}(?:[^{CONTROL_CLASS}]*{_LINE_END})?"
+    line = f"{WHITESPACE}*{text if least else f'(?:{text})?'}{WHITESPACE}*$"
+    if least > 1:  # the length, as state_trimming wrote it, looked ahead
+        line = f"(?=[\\s\\S]*{_trimmed_length_pattern(least)}){line}"
+    inner["pattern"] = f"^{line}"
 
 
 def _counts_characters(field: serializers.CharField, schema: dict) -> bool:

@@ -10,10 +10,13 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 
 from agent.interface import Contact, ReplyPlan
+from core.emails import normalised_or_none
 from core.errors import ServiceError
 from core.models import EventType
+from core.text import one_line
 from leads.events import lead_facts
 from leads.models import Lead
+from leads.selectors import lead_with_email
 from leads.services import LeadEmailTaken, lead_create, lead_update
 from tenants.services import user_next_in_rotation
 
@@ -30,6 +33,7 @@ GAP_FIELDS = ("name", "company", "title")
 def capture_lead(conversation: Conversation, contact: Contact) -> tuple[Lead | None, bool]:
     """The conversation's lead, created from an email or found by it, with its gaps filled
     from ``contact``; and whether this turn captured anything."""
+    contact = _acceptable(contact)
     lead = conversation.lead
     if lead is None and contact.email:
         _link(conversation, _lead_for_email(conversation, contact))
@@ -48,9 +52,19 @@ def capture_lead(conversation: Conversation, contact: Contact) -> tuple[Lead | N
     return lead, True
 
 
+def _acceptable(contact: Contact) -> Contact:
+    """What the lead rules can take of what the visitor wrote, so that no detail fails the
+    turn: the address in the form leads keep (``core.emails``), or none when it is not one
+    the service takes (a look-alike such as ``ſam@…`` is no lead, and not someone else's);
+    names, companies and titles on one line (``core.text``), as the rules want them."""
+    lines = {field: one_line(getattr(contact, field)) or None for field in GAP_FIELDS
+             if getattr(contact, field)}
+    return replace(contact, email=normalised_or_none(contact.email), **lines)
+
+
 def _lead_for_email(conversation: Conversation, contact: Contact) -> Lead:
     owner = {"tenant": conversation.tenant, "livemode": conversation.livemode}
-    found = Lead.objects.filter(**owner, email__iexact=contact.email).first()
+    found = lead_with_email(**owner, email=contact.email)
     if found is not None:
         return found
     try:
@@ -59,8 +73,8 @@ def _lead_for_email(conversation: Conversation, contact: Contact) -> Lead:
                                company=contact.company, title=contact.title,
                                phone=e164(contact.phone), source="chat",
                                conversation_id=conversation.pk)
-    except LeadEmailTaken:  # captured by another conversation a moment ago
-        return Lead.objects.get(**owner, email__iexact=contact.email)
+    except LeadEmailTaken as taken:  # captured by another conversation a moment ago
+        return Lead.objects.get(pk=taken.existing_id)
     except ServiceError:
         # Details the lead rules refuse (an over-long name, a malformed phone): keep the email,
         # which is what follow-up needs.

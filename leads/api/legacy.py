@@ -16,10 +16,10 @@ from rest_framework.response import Response
 
 from apikeys.models import Scope
 from config.api.fields import (
-    StatedCharField,
     StatedDictField,
     StatedEmailField,
     StatedIntegerField,
+    StatedLineField,
     TimestampField,
 )
 from config.api.query import parse_query
@@ -70,11 +70,11 @@ class LegacyLeadListQuery(serializers.Serializer):
 # Shape and type only: the rules are the lead services' (``leads.validation``).
 
 class LegacyLeadCreateSerializer(serializers.Serializer):
-    name = StatedCharField(min_length=1, max_length=rules.TEXT_LIMITS["name"])
+    name = StatedLineField(min_length=1, max_length=rules.TEXT_LIMITS["name"])
     email = StatedEmailField(max_length=rules.MAX_EMAIL_LENGTH)
-    phone = StatedCharField(max_length=rules.TEXT_LIMITS["phone"], required=False,
+    phone = StatedLineField(max_length=rules.TEXT_LIMITS["phone"], required=False,
                             allow_blank=True, allow_null=True)
-    company = StatedCharField(max_length=rules.TEXT_LIMITS["company"], required=False,
+    company = StatedLineField(max_length=rules.TEXT_LIMITS["company"], required=False,
                               allow_blank=True, allow_null=True)
     metadata = StatedDictField(
         required=False, allow_null=True,

@@ -17,10 +17,10 @@ from rest_framework.response import Response
 
 from config.api.fields import (
     PrefixedIdField,
-    StatedCharField,
     StatedDictField,
     StatedEmailField,
     StatedIntegerField,
+    StatedLineField,
     StatedListField,
     TimestampField,
     V1Input,
@@ -85,7 +85,7 @@ class LeadSearchResultSerializer(serializers.Serializer):
 # the surface's own.
 
 def _text(field: str) -> serializers.CharField:
-    return StatedCharField(max_length=rules.TEXT_LIMITS[field], required=False, allow_blank=True,
+    return StatedLineField(max_length=rules.TEXT_LIMITS[field], required=False, allow_blank=True,
                            allow_null=True)
 
 
@@ -101,7 +101,7 @@ class LeadCreateSerializer(V1Input):
     status = serializers.ChoiceField(choices=V1_STATUSES, default="new")
     source = serializers.ChoiceField(choices=LeadSource.values, default=LeadSource.API)
     # A blank tag is dropped by the service (leads.validation.clean_tags), not refused.
-    tags = StatedListField(child=StatedCharField(max_length=rules.MAX_TAG_LENGTH, allow_blank=True),
+    tags = StatedListField(child=StatedLineField(max_length=rules.MAX_TAG_LENGTH, allow_blank=True),
                            max_length=rules.MAX_TAGS, required=False, allow_null=True)
     customFields = StatedDictField(
         required=False, allow_null=True,

@@ -56,6 +56,14 @@ def test_create_tenant_defaults_and_bad_values():
 
 
 @pytest.mark.django_db
+def test_create_tenant_refuses_a_name_of_two_lines():
+    # The name is the sender of every email the tenant's service sends (conversations.mail).
+    with pytest.raises(CommandError, match="one line"):
+        run("create_tenant", "Acme\nBcc: x@evil.example", "--json")
+    assert not Tenant.objects.exists()
+
+
+@pytest.mark.django_db
 def test_create_api_key(kit):
     out = run("create_api_key", "--tenant", str(kit.tenant.pk), "--scope", "write", "--mode",
               "test", "--name", "CRM sync", "--json")
