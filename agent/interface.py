@@ -60,11 +60,24 @@ from .types import (
     TurnContext,
 )
 
+
+def warm_up() -> None:
+    """Loads the models a turn uses (docs/agent.md, "How the agent understands"); each loads
+    once per process, so a turn after this pays for none of them."""
+    from core import embeddings, languages
+
+    from . import understanding
+
+    embeddings.warm_up()
+    languages.warm_up()
+    understanding.warm_up()
+
+
 __all__ = [
     "BANT", "BUILTIN_LANGUAGES", "INTENTS", "Analysis", "AnalysisUnusable", "BuiltinProvider",
     "Chat", "ChatEnd", "ChatReply", "Contact", "Handoff", "HistoryMessage", "LeadSnapshot",
     "Passage", "Provider", "ReplyGuard", "ReplyLimits", "ReplyPlan", "Slot", "TenantFacts",
     "TurnContext", "classify", "compose", "conversation_subject", "conversation_summary", "fit",
     "lead_score", "phrase", "private_instructions", "provider_for", "qualifies", "read_message",
-    "said_by_visitor", "use_chat",
+    "said_by_visitor", "use_chat", "warm_up",
 ]

@@ -13,12 +13,18 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from config.handlers import get_asgi_application  # noqa: E402
-from config.serving import settle_garbage_collector, stop_twisted_parsing_bodies  # noqa: E402
+from config.serving import (  # noqa: E402
+    settle_garbage_collector,
+    stop_twisted_parsing_bodies,
+    warm_up_the_agent,
+)
 
 stop_twisted_parsing_bodies()
 
 django_asgi_app = get_asgi_application()
 
 application = ProtocolTypeRouter({"http": ASGIStaticFilesHandler(django_asgi_app)})
+
+warm_up_the_agent()
 
 settle_garbage_collector()

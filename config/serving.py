@@ -53,3 +53,28 @@ def settle_garbage_collector() -> None:
         caches[alias]  # noqa: B018 - connects nothing; imports and builds the client
     gc.collect()
     gc.freeze()
+
+
+def warm_up_the_agent() -> None:
+    """Loads the agent's models (the embedding model, the language identifiers, the decisions'
+    regressions: docs/agent.md, "How the agent understands") on a thread of their own as the
+    process starts, so that the first visitor does not wait the few seconds they take. A turn
+    that comes first waits for them behind their locks; the process serves everything else
+    meanwhile. ``AGENT_WARM_UP=false`` leaves them to the first turn that needs them."""
+    import logging
+    import threading
+
+    from django.conf import settings
+
+    if not settings.AGENT_WARM_UP:
+        return
+
+    def warm() -> None:
+        from agent.interface import warm_up
+
+        try:
+            warm_up()
+        except Exception:  # the first turn loads them again, and says why if it cannot
+            logging.getLogger(__name__).exception("warming up the agent's models failed")
+
+    threading.Thread(target=warm, name="agent-warm-up", daemon=True).start()

@@ -369,6 +369,8 @@ AGENT_MAX_RETRIES = env_int("AGENT_MAX_RETRIES", 2, minimum=0)
 # rules and the examples' meaning (agent.understanding); "rules", the rules alone, as before
 # issue 27 (kept for make bench's comparison of the two).
 AGENT_UNDERSTANDING = env_str("AGENT_UNDERSTANDING", "meaning")
+# Load the agent's models when a web process starts rather than at its first chat turn.
+AGENT_WARM_UP = env_bool("AGENT_WARM_UP", True)
 if AGENT_UNDERSTANDING not in ("meaning", "rules"):
     raise ImproperlyConfigured(f"AGENT_UNDERSTANDING must be meaning or rules, not {AGENT_UNDERSTANDING!r}.")
 
