@@ -115,6 +115,15 @@ def _keep_test_connection_open():
     request_finished.connect(close_old_connections)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _agent_models_loaded():
+    # As a web process loads them at start-up (config.serving.warm_up_the_agent): a test's first
+    # chat turn must not pay for them inside its deadline.
+    from agent.interface import warm_up
+
+    warm_up()
+
+
 @pytest.fixture
 def api(db) -> ApiClient:
     return ApiClient()
