@@ -8,7 +8,11 @@ measure, one table each, then the rows side by side for docs/agent.md:
 - a real local model (llama.cpp serving SmolLM2) when the ``local-model`` extra is installed
   (tests/local_model.py); otherwise one line says how to get that row.
 
-Extra arguments go to every ``eval_agent`` run (``--verbose``, ``--cases PATH``).
+Each run also asks the knowledge set's test split (agent/eval/knowledge.py; ``--knowledge dev``
+asks the dev split instead, ``--knowledge-only`` skips the conversations).
+
+Extra arguments go to every ``eval_agent`` run (``--verbose``, ``--cases PATH``). With
+``--assert-aims`` the script exits 1 when a run misses issue 27's aims.
 """
 
 from __future__ import annotations
@@ -44,20 +48,41 @@ def main(extra: list[str]) -> int:
             rows.append(("local model (SmolLM2, llama.cpp)",
                          _run(["--provider", "openai", "--base-url", base_url, "--model", "smollm2"],
                               extra)))
-    print("\n" + markdown(rows))
+    from agent.eval.knowledge import markdown as knowledge_markdown
+
+    if "--knowledge-only" not in extra:
+        print("\n" + markdown(rows))
+    print("\n" + knowledge_markdown([(name, summary["knowledge"]) for name, summary in rows]))
+    if MISSED:
+        print("\n" + "\n".join(MISSED))
+        return 1
     return 0
 
 
+MISSED: list[str] = []  # the aims each run missed (--assert-aims)
+
+
 def _run(args: list[str], extra: list[str]) -> dict:
-    """One ``eval_agent`` run: its table printed, its JSON returned."""
-    from django.core.management import call_command
+    """One ``eval_agent`` run: its tables printed, its JSON returned."""
+    from django.core.management import CommandError, call_command
 
     out = io.StringIO()
-    call_command("eval_agent", *args, *[a for a in extra if a != "--verbose"], "--json", stdout=out)
+    chosen = any(a == "--knowledge" or a.startswith("--knowledge=") for a in extra)
+    knowledge = [] if chosen else ["--knowledge", "test"]
+    try:
+        call_command("eval_agent", *args, *knowledge, *[a for a in extra if a != "--verbose"],
+                     "--json", stdout=out)
+    except CommandError as exc:
+        if not out.getvalue():  # not a missed aim: the run itself failed
+            raise
+        MISSED.append(f"{' '.join(args[:2])}: {exc}")  # --assert-aims: the figures were printed
     summary = json.loads(out.getvalue())
+    from agent.eval.knowledge import knowledge_table
     from agent.eval.report import table
 
-    print("\n" + table(summary, verbose="--verbose" in extra))
+    if "--knowledge-only" not in extra:
+        print("\n" + table(summary, verbose="--verbose" in extra))
+    print("\n" + knowledge_table(summary["knowledge"], verbose="--verbose" in extra))
     return summary
 
 

