@@ -24,21 +24,20 @@ INTENT_DECISIONS = {
 
 def turn_decisions(*, intent: str, turn: dict[str, Any], handoff: dict[str, Any] | None,
                    offered_meeting: bool, captured: list[str]) -> dict[str, Any]:
-    """The decisions one turn took, each with its evidence.
+    """The decisions one turn took, each with its evidence: the union of three records.
 
-    From what the turn did:
-
-    - ``person``: the turn handed the conversation off (the reply's ``Message.handoff``) — unless
-      it did so for a support problem (the message's intent ``support``), which is the
-      ``support`` decision: a customer whose widget broke asked for no one;
-    - ``meeting``: the reply offered meeting slots or the booking link;
-    - ``contact``: the turn captured a contact detail (``captured``: the fields it set or changed).
-
-    From what the turn recorded: ``Message.turn["decisions"]`` (decision -> evidence) when the
-    agent records it, united with the three acts above; until it does, the message's intent
-    (``INTENT_DECISIONS``: ``pricing``, ``objection``, ``support``, ``goodbye``, ``greeting`` and
-    ``product_question`` as themselves, ``human_request`` as ``person``, ``demo_request`` and
-    ``booking`` as ``meeting``), united with the acts as well.
+    - What the turn did: ``person`` when it handed the conversation off (the reply's
+      ``Message.handoff``) — unless it did so for a support problem (the message's intent
+      ``support``), which is the ``support`` decision: a customer whose widget broke asked for
+      no one; ``meeting`` when the reply offered meeting slots or the booking link; ``contact``
+      when it captured a contact detail (``captured``: the fields it set or changed).
+    - The message's intent (``Message.intent``, the turn's final reading), as ``INTENT_DECISIONS``
+      maps it: ``pricing``, ``objection``, ``support``, ``goodbye``, ``greeting`` and
+      ``product_question`` as themselves, ``human_request`` as ``person``, ``demo_request`` and
+      ``booking`` as ``meeting``.
+    - ``Message.turn["decisions"]`` (decision -> evidence), what the agent records it decided by
+      meaning. It is recorded only when something was taken, and names no ``product_question``
+      or ``contact``: so it joins the intent rather than replacing it.
 
     A recorded decision outside ``DECISIONS`` is kept, so that a name the cases do not know
     shows in the report instead of vanishing.
@@ -52,7 +51,7 @@ def turn_decisions(*, intent: str, turn: dict[str, Any], handoff: dict[str, Any]
     if isinstance(recorded, dict):
         for decision, evidence in recorded.items():
             take(str(decision), recorded=evidence)
-    elif intent in INTENT_DECISIONS:
+    if intent in INTENT_DECISIONS:
         take(INTENT_DECISIONS[intent], intent=intent)
     if handoff and intent != "support":
         take("person", handoff=handoff)

@@ -237,14 +237,19 @@ def test_a_turns_decisions_from_its_acts_and_its_intent():
                           captured=[]) == {}
 
 
-def test_a_turns_recorded_decisions_replace_its_intent_and_join_its_acts():
+def test_a_turns_recorded_decisions_join_its_intent_and_its_acts():
     recorded = {"pricing": {"nearest": "what does it cost", "similarity": 0.81},
                 "objection": {"rule": "too expensive"}}
     assert turn_decisions(intent="greeting", turn={"decisions": recorded}, handoff=None,
                           offered_meeting=True, captured=["phone"]) == {
         "pricing": {"recorded": recorded["pricing"]},
         "objection": {"recorded": recorded["objection"]},
+        "greeting": {"intent": "greeting"},
         "meeting": {"offered": True}, "contact": {"captured": ["phone"]}}
+    assert turn_decisions(intent="human_request", turn={"decisions": {"person": {"p": 0.9}}},
+                          handoff={"reason": "asked"}, offered_meeting=False, captured=[]) == {
+        "person": {"recorded": {"p": 0.9}, "intent": "human_request",
+                   "handoff": {"reason": "asked"}}}
 
 
 # --- the figures --------------------------------------------------------------------------------
