@@ -85,9 +85,6 @@ class CaseSet:
     def categories(self) -> set[str]:
         return {case.category for case in self.cases}
 
-    def split(self, name: str) -> tuple[Case, ...]:
-        return tuple(case for case in self.cases if case.split == name)
-
 
 def load_cases(path: str | Path | None = None, *,
                splits: tuple[str, ...] | list[str] | None = None) -> CaseSet:
