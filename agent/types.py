@@ -128,7 +128,7 @@ class TurnContext:
     def grounding_sources(self) -> list[str]:
         """Everything the reply may take a figure from: the passages, the tenant's facts, the
         conversation, the slots and the contact details the visitor gave."""
-        return [*(p.title + " " + p.excerpt for p in self.passages), *self.facts.as_dict().values(),
+        return [*(f"{p.title} {p.text or p.excerpt}" for p in self.passages), *self.facts.as_dict().values(),
                 self.tenant_name, self.message, *(m.content for m in self.history),
                 *(s.label for s in self.slots), *self.known_contact.as_dict().values()]
 

@@ -61,6 +61,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\u200c\u200d\u2060\
 # the next line starts with a capital, which a broken word never does.
 _HYPHENATED = re.compile(r"(\w)[-\u2010\u2011]\n[ \t]*([a-zà-ÿ])")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+# A table's row as the parsers write it: its cells joined by " | ".
+TABLE_ROW = re.compile(r"\S \| \S")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•‣◦▪]\s|\d{1,3}[.)]\s|[a-z][.)]\s)")
 
 
@@ -79,15 +81,16 @@ def normalise(text: str) -> str:
 
 def paragraphs(text: str) -> list[str]:
     """Paragraphs of normalised text: blocks between blank lines, with hard-wrapped lines joined
-    (list items keep their own lines)."""
+    (list items and a table's rows keep their own lines)."""
     out: list[str] = []
     for block in re.split(r"\n\s*\n", text):
         lines = [line for line in block.split("\n") if line]
         if not lines:
             continue
         joined = lines[0]
-        for line in lines[1:]:
-            joined += ("\n" if _LIST_ITEM.match(line) else " ") + line
+        for previous, line in zip(lines, lines[1:], strict=False):
+            own_line = _LIST_ITEM.match(line) or TABLE_ROW.search(line) or TABLE_ROW.search(previous)
+            joined += ("\n" if own_line else " ") + line
         out.append(joined.strip())
     return [p for p in out if p]
 
@@ -127,15 +130,16 @@ _INLINE = [
     (re.compile(r"`([^`\n]+)`"), r"\1"),  # inline code
     (re.compile(r"^\s*>\s?", re.M), ""),  # block quotes
     (re.compile(r"^\s*(?:[-*_]\s*){3,}$", re.M), ""),  # horizontal rules
-    (re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$", re.M), ""),  # table rules
+    # table rules ([ \t], not \s: a match must not swallow the line break around it)
+    (re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$", re.M), ""),
 ]
 
 
 def _strip_inline(text: str) -> str:
     for pattern, repl in _INLINE:
         text = pattern.sub(repl, text)
-    text = re.sub(r"^\s*\|(.*)\|\s*$", lambda m: " | ".join(c.strip() for c in m.group(1).split("|")),
-                  text, flags=re.M)
+    text = re.sub(r"^[ \t]*\|(.*)\|[ \t]*$",
+                  lambda m: " | ".join(c.strip() for c in m.group(1).split("|")), text, flags=re.M)
     return text
 
 

@@ -39,7 +39,7 @@ RRF_K = 60
 CANDIDATES = 20  # taken from each ranking before fusing
 # The dense half offers only chunks at least this close to the question: the nearest chunk of a
 # tenant exists for every question, and one that is this far answers nothing.
-DENSE_FLOOR = 0.15
+DENSE_FLOOR = 0.05
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 

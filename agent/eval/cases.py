@@ -1,18 +1,33 @@
-"""The evaluation's cases: a YAML file of scripted conversations and what a good agent does in
-each (docs/agent.md, "Evaluation"). ``load_cases`` reads and checks a file; whatever is wrong
-with it is a ``CaseError`` that names the case and the field."""
+"""The evaluation's cases: YAML files of scripted conversations and what a good agent does in
+each (docs/agent.md, "Evaluation"). ``load_cases`` reads and checks a file, or the files of the
+named splits; whatever is wrong with one is a ``CaseError`` that names the case and the field.
+
+Every shipped case belongs to a split (agent/eval/data/README.md, "The split rule"): **dev**
+(``cases.yaml`` and ``data/conversations/dev.yaml``), the only material for tuning, and **test**
+(``data/conversations/test.yaml``), never tuned on, which the aims are measured on."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from core.languages import ISO_639_1
+
+from .decisions import DECISIONS
+
 DEFAULT_PATH = Path(__file__).with_name("cases.yaml")
+CONVERSATIONS = Path(__file__).with_name("data") / "conversations"
+SPLITS = ("dev", "test")
+# Each split's files. Each file has its own tenant, and its own passages and facts, which its
+# cases name as YAML anchors.
+SPLIT_FILES = {"dev": (DEFAULT_PATH, CONVERSATIONS / "dev.yaml"),
+               "test": (CONVERSATIONS / "test.yaml",)}
 CONTACT_FIELDS = ("email", "name", "company", "title", "phone")
 FACT_FIELDS = ("product", "pricing_url", "hours")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it
 ANY = "any"  # an expectation that either outcome meets
 MAX_MESSAGE_CHARS = 4000  # as the chat API accepts
 
@@ -43,6 +58,10 @@ class Expect:
     capture: dict[str, tuple[str, ...]] = field(default_factory=dict)  # field: accepted values
     handoff: bool | str = False
     booking_offer: bool | str = ANY
+    # What the visitor's messages express over the conversation (``DECISIONS``); None when the
+    # case does not say, [] when they express none.
+    decisions: tuple[str, ...] | None = None
+    reply_language: str | None = None  # ISO 639-1: the language every reply should be in
 
 
 @dataclass(frozen=True)
@@ -53,37 +72,74 @@ class Case:
     turns: tuple[str, ...]
     setup: Setup
     expect: Expect
+    split: str = "dev"  # the split of the file it came from
+    tenant: str = "Evaluation"  # its file's ``tenant``: the throwaway tenant's name
 
 
 @dataclass(frozen=True)
 class CaseSet:
-    tenant_name: str
     cases: tuple[Case, ...]
+    files: tuple[Path, ...] = ()
 
     @property
     def categories(self) -> set[str]:
         return {case.category for case in self.cases}
 
 
-def load_cases(path: str | Path = DEFAULT_PATH) -> CaseSet:
-    """The cases of ``path``, checked; ``CaseError`` names what is wrong and where."""
-    path = Path(path)
-    data = _read(path)
+def load_cases(path: str | Path | None = None, *,
+               splits: tuple[str, ...] | list[str] | None = None) -> CaseSet:
+    """The cases of the file ``path``, or of the named ``splits`` (``SPLIT_FILES``; both when
+    neither is given), checked: ``CaseError`` names what is wrong and where. Ids are unique
+    across everything loaded.
+
+    A shipped file's cases are in its split; any other file's cases are in the split its
+    ``split`` key names (``dev`` when it names none)."""
+    if path is not None and splits is not None:
+        raise ValueError("load_cases takes a path or splits, not both.")
+    if path is not None:
+        files = [(Path(path), _split_of(Path(path)))]
+    else:
+        unknown = [name for name in splits or SPLITS if name not in SPLITS]
+        if unknown:
+            raise CaseError(f"unknown split {unknown[0]!r}; expected one of {', '.join(SPLITS)}.")
+        files = [(file, name) for name in SPLITS if name in (splits or SPLITS)
+                 for file in SPLIT_FILES[name]]
     cases: list[Case] = []
-    for index, raw in enumerate(data["cases"], start=1):
-        case = _case(raw, where=_Where(path, index))
-        if any(case.id == earlier.id for earlier in cases):
-            raise CaseError(f"{path}: case {case.id!r} (#{index}): id: used by an earlier case.")
-        cases.append(case)
+    seen: dict[str, Path] = {}
+    for file, split in files:
+        for index, case in enumerate(_load_file(file, split=split), start=1):
+            if case.id in seen:
+                where = "an earlier case" + ("" if seen[case.id] == file else f" in {seen[case.id]}")
+                raise CaseError(f"{file}: case {case.id!r} (#{index}): id: used by {where}.")
+            seen[case.id] = file
+            cases.append(case)
+    return CaseSet(cases=tuple(cases), files=tuple(file for file, _ in files))
+
+
+def _split_of(path: Path) -> str | None:
+    """The split of a shipped file; None for any other (its own ``split`` key decides)."""
+    resolved = path.resolve()
+    return next((name for name, files in SPLIT_FILES.items()
+                 if any(resolved == file.resolve() for file in files)), None)
+
+
+def _load_file(path: Path, *, split: str | None) -> list[Case]:
+    data = _read(path)
     tenant = data.get("tenant", "Evaluation")
     if not isinstance(tenant, str) or not tenant.strip():
         raise CaseError(f"{path}: tenant: expected the tenant's name, a string.")
-    return CaseSet(tenant_name=tenant.strip()[:200], cases=tuple(cases))
+    if split is None:
+        split = data.get("split", "dev")
+        if split not in SPLITS:
+            raise CaseError(f"{path}: split: expected one of {', '.join(SPLITS)}.")
+    return [replace(_case(raw, where=_Where(path, index)), split=split,
+                    tenant=tenant.strip()[:200])
+            for index, raw in enumerate(data["cases"], start=1)]
 
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     except OSError as exc:
         raise CaseError(f"{path}: cannot be read ({exc.strerror or exc}).") from exc
     except yaml.YAMLError as exc:
@@ -191,11 +247,40 @@ def _expect(raw: Any, where: _Where) -> Expect:
     if raw is None:
         return Expect()
     if not isinstance(raw, dict):
-        raise where.error("expect", "expected a mapping (capture, handoff, booking_offer).")
-    _known(raw, {"capture", "handoff", "booking_offer"}, "expect", where)
+        raise where.error("expect", "expected a mapping (capture, handoff, booking_offer, "
+                                    "decisions, reply_language).")
+    _known(raw, {"capture", "handoff", "booking_offer", "decisions", "reply_language"}, "expect",
+           where)
     return Expect(capture=_capture(raw.get("capture"), where),
                   handoff=_outcome(raw, "handoff", where, default=False),
-                  booking_offer=_outcome(raw, "booking_offer", where, default=ANY))
+                  booking_offer=_outcome(raw, "booking_offer", where, default=ANY),
+                  decisions=_decisions(raw, where),
+                  reply_language=_language(raw, where))
+
+
+def _decisions(raw: dict, where: _Where) -> tuple[str, ...] | None:
+    if "decisions" not in raw:
+        return None
+    value = raw["decisions"]
+    if not isinstance(value, list):
+        raise where.error("expect.decisions", f"expected a list of {', '.join(DECISIONS)}.")
+    for number, decision in enumerate(value, start=1):
+        if decision not in DECISIONS:
+            raise where.error(f"expect.decisions[{number}]",
+                              f"{decision!r} is not a decision; expected one of "
+                              f"{', '.join(DECISIONS)}.")
+        if decision in value[:number - 1]:
+            raise where.error(f"expect.decisions[{number}]", f"{decision!r} is listed twice.")
+    return tuple(value)
+
+
+def _language(raw: dict, where: _Where) -> str | None:
+    value = raw.get("reply_language")
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.strip().lower() not in ISO_639_1:
+        raise where.error("expect.reply_language", "expected an ISO 639-1 code (en, de, it, …).")
+    return value.strip().lower()
 
 
 def _capture(raw: Any, where: _Where) -> dict[str, tuple[str, ...]]:

@@ -35,6 +35,7 @@ from tenants.services import tenant_create, tenant_set_agent, tenant_set_facts, 
 from ..providers import provider_for
 from .cases import CONTACT_FIELDS, Case
 from .chat import ChatEnd, the_chat
+from .decisions import turn_decisions
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class TurnResult:
     stopped: str | None  # Message.turn["stopped"]: what the guard stopped the reply for
     offered: bool  # the reply offered meeting slots or the booking link
     actions: list[dict[str, Any]] = field(default_factory=list)
+    intent: str = ""  # Message.intent
+    decisions: dict[str, Any] = field(default_factory=dict)  # decision -> evidence (decisions.py)
 
 
 @dataclass
@@ -68,32 +71,44 @@ class CaseResult:
     def offered_booking(self) -> bool:
         return any(turn.offered for turn in self.turns)
 
+    @property
+    def decisions(self) -> set[str]:
+        """The decisions the conversation took: those of its turns."""
+        return {decision for turn in self.turns for decision in turn.decisions}
 
-def run_case(case: Case, *, agent: Agent, tenant_name: str) -> CaseResult:
+
+def run_case(case: Case, *, agent: Agent) -> CaseResult:
     """``case`` through the chat turn of a tenant that exists only for it."""
     with transaction.atomic():
         try:
-            return _run(case, agent=agent, tenant_name=tenant_name)
+            return _run(case, agent=agent)
         finally:
             transaction.set_rollback(True)
 
 
-def _run(case: Case, *, agent: Agent, tenant_name: str) -> CaseResult:
+def _run(case: Case, *, agent: Agent) -> CaseResult:
     chat = the_chat()
-    tenant = _tenant(case, agent=agent, name=tenant_name)
+    tenant = _tenant(case, agent=agent, name=case.tenant)
     visitor = f"eval-{uuid.uuid4().hex[:12]}"
     session = None
     turns = []
+    known: dict[str, str] = {}
     for message in case.turns:
         started = time.perf_counter()
         reply = chat.say(tenant=tenant, visitor=visitor, message=message, session=session,
                          provider=provider_for(tenant))
         seconds = time.perf_counter() - started
         session = reply.session
+        offered = _offers_booking(reply.actions, tenant.booking_url)
+        details = {k: v for k, v in reply.contact.as_dict().items() if k in CONTACT_FIELDS}
+        captured = [k for k, v in details.items() if known.get(k) != v]
+        known = details
         turns.append(TurnResult(
             message=message, reply=reply.content, seconds=seconds,
-            stopped=reply.turn.get("stopped"), actions=reply.actions,
-            offered=_offers_booking(reply.actions, tenant.booking_url)))
+            stopped=reply.turn.get("stopped"), actions=reply.actions, offered=offered,
+            intent=reply.intent,
+            decisions=turn_decisions(intent=reply.intent, turn=reply.turn, handoff=reply.handoff,
+                                     offered_meeting=offered, captured=captured)))
     end = chat.end(session=session)
     return CaseResult(case=case, turns=turns, captured=_captured(end),
                       handed_off=end.handed_off)

@@ -204,3 +204,34 @@ def test_the_openai_provider_cites_nothing_when_the_model_uses_no_passage(api, k
     body, message = _reply(kit, api, "How much does a seat cost?")
     assert message.sources == [] and not [a for a in body["suggestedActions"] if a["type"] == "link"]
     assert Document.objects.count() == 1
+
+
+SECURITY = ("# Security\n\nCustomer data is encrypted at rest with AES-256 and in transit with TLS "
+            "1.3. It is stored in data centres in Frankfurt and never leaves the EU.\n\n"
+            "# Uptime\n\nWe commit to 99.9% monthly uptime on every paid plan, with service "
+            "credits when we miss it.")
+
+
+def test_a_question_the_documents_do_not_answer_gets_no_quote_and_no_figure(api, kit):
+    add_document(api, kit, "Security", SECURITY, type="markdown")
+    add_document(api, kit, "Plans and pricing", PRICING, type="markdown")
+    body, message = _reply(kit, api, "Do you have a mobile app for iPhone?")
+    assert "According to" not in body["content"], body["content"]
+    assert phrase("en", "no_answer") in body["content"]
+    assert figures(body["content"]) == set()
+    assert message.sources == []
+
+
+def test_a_question_in_other_words_and_another_language_is_answered_from_the_passage(api, kit):
+    add_document(api, kit, "Security", SECURITY, type="markdown")
+    add_document(api, kit, "Plans and pricing", PRICING, type="markdown")
+    for question in ("Where do you keep our data?", "Wo werden unsere Daten gespeichert?"):
+        body, message = _reply(kit, api, question, visitor=f"v-{len(question)}")
+        assert "Frankfurt" in body["content"], (question, body["content"])
+        assert message.sources[0]["title"] == "Security"
+
+
+def test_a_statement_is_not_answered_with_a_passage(api, kit):
+    add_document(api, kit, "Plans and pricing", PRICING, type="markdown")
+    body, _ = _reply(kit, api, "We are a team of 40 people in Lyon.")
+    assert "$" not in body["content"], body["content"]
