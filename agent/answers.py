@@ -44,7 +44,6 @@ class Sentence:
     text: str
     score: int  # how many of the visitor's words it holds
     similarity: float = 0.0  # the cosine of its embedding with the question's
-    passage_similarity: float = 0.0  # its passage's (retrieval's), which says what it is about
 
 
 @dataclass(frozen=True)
@@ -155,10 +154,15 @@ def _pieces(line: str) -> list[str]:
 # ``ANSWER_SPREAD`` below the best sentence's: the second sentence of an answer answers too.
 # Chosen on the knowledge set's dev split (docs/agent.md, "The knowledge set"): at 0.30 the
 # answers held the asked fact 33 times in 52 and 7 of 14 unanswerable questions were answered
-# with a passage; at 0.36, 26 and 4; at 0.42, 22 and 2. Saying "I don't know" wrongly costs a
-# visitor less than being told something that does not answer them.
+# with a passage; at 0.36, 26 and 4; at 0.42, 22 and 2 (adding the passage's own cosine changed
+# little: 24 and 2 at best). Saying "I don't know" wrongly costs a visitor less than being told
+# something that does not answer them.
 ANSWER_FLOOR = 0.36
 ANSWER_SPREAD = 0.10
+# ... and below it, down to STANDOUT_FLOOR, when it is STANDOUT_MARGIN above every other sentence
+# (dev split: one more paraphrase answered, no unanswerable question more).
+STANDOUT_FLOOR = 0.28
+STANDOUT_MARGIN = 0.10
 
 
 def select(passages: Sequence[Passage], message: str, said: Said, *,
@@ -172,9 +176,15 @@ def select(passages: Sequence[Passage], message: str, said: Said, *,
         return Answer()
     # Closeness is the cosine, plus a little for each of the visitor's words a sentence holds
     # (and for a figure when a price is asked): meaning first, the words to break near-ties.
-    best = max(_closeness(c) for c in candidates)
+    ranked = sorted((_closeness(c) for c in candidates), reverse=True)
+    best = ranked[0]
+    # Below the floor, the best sentence still answers when it stands out from all the others
+    # (a question in another language than the document's reads lower on every sentence).
+    standout = (len(ranked) > 1 and best >= STANDOUT_FLOOR
+                and best - ranked[1] >= STANDOUT_MARGIN)
+    floor = min(ANSWER_FLOOR, best) if standout else ANSWER_FLOOR
     relevant = [c for c in candidates
-                if _closeness(c) >= ANSWER_FLOOR and _closeness(c) >= best - ANSWER_SPREAD]
+                if _closeness(c) >= floor and _closeness(c) >= best - ANSWER_SPREAD]
     if not relevant:
         return Answer()
     fresh = sorted((c for c in relevant if not said(c.text)), key=_rank)
@@ -217,8 +227,7 @@ def _candidates(passages: Sequence[Passage], message: str, *,
     return [
         Sentence(passage=index, position=position, text=text,
                  score=_score(text, stems) + (1 if figures_wanted and _FIGURE.search(text) else 0),
-                 similarity=float(similarity),
-                 passage_similarity=passages[index].similarity or 0.0)
+                 similarity=float(similarity))
         for (index, position, _, text), similarity in zip(found, similarities, strict=True)
     ]
 
@@ -226,12 +235,8 @@ def _candidates(passages: Sequence[Passage], message: str, *,
 WORD_WEIGHT = 0.04  # what each of the visitor's words in a sentence adds to its closeness
 
 
-PASSAGE_WEIGHT = 0.0  # what the passage's own cosine with the question adds
-
-
 def _closeness(sentence: Sentence) -> float:
-    return (sentence.similarity + WORD_WEIGHT * sentence.score
-            + PASSAGE_WEIGHT * sentence.passage_similarity)
+    return sentence.similarity + WORD_WEIGHT * sentence.score
 
 
 def _rank(sentence: Sentence) -> tuple[float, int, int]:

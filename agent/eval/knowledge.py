@@ -33,14 +33,14 @@ from django.db import transaction
 from knowledge.models import DocumentStatus
 from knowledge.retrieval import retrieve
 from knowledge.services import document_create, document_index
-from tenants.services import tenant_create, tenant_set_agent, user_create
+from tenants.services import tenant_create, tenant_set_agent
 
 from ..phrases import PHRASES
 from ..providers import provider_for
 from .cases import CaseError
 from .chat import the_chat
 from .metrics import numbers
-from .runner import Agent
+from .runner import Agent, eval_staff
 
 DEFAULT_DIR = Path(__file__).with_name("data") / "knowledge"
 QUESTIONS_FILE = "questions.yaml"
@@ -218,7 +218,7 @@ def _tenant(knowledge_set: KnowledgeSet, *, agent: Agent):
     tenant_set_agent(tenant=tenant, provider=agent.provider, model=agent.model or None,
                      api_key=agent.api_key or None, base_url=agent.base_url or None)
     # Someone to hand off to, as a real tenant has.
-    user_create(tenant=tenant, email=f"rep-{tenant.pk.hex[:12]}@eval.invalid", first_name="Eval")
+    eval_staff(tenant)
     names = {}
     for doc in knowledge_set.documents:
         document = document_create(tenant=tenant, livemode=True, title=doc.title, type="markdown",

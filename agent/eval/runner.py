@@ -30,7 +30,13 @@ from typing import Any
 from django.db import transaction
 
 from knowledge.services import document_create, document_index
-from tenants.services import tenant_create, tenant_set_agent, tenant_set_facts, user_create
+from tenants.services import (
+    tenant_create,
+    tenant_set_agent,
+    tenant_set_facts,
+    user_create,
+    user_set_availability,
+)
 
 from ..providers import provider_for
 from .cases import CONTACT_FIELDS, Case
@@ -124,14 +130,24 @@ def _tenant(case: Case, *, agent: Agent, name: str):
         tenant_set_facts(tenant=tenant, product_summary=facts.get("product", ""),
                          pricing_url=facts.get("pricing_url", ""),
                          business_hours=facts.get("hours", ""))
-    # Someone to hand off to: without staff a handoff is decided but assigned to no one.
-    user_create(tenant=tenant, email=f"rep-{tenant.pk.hex[:12]}@eval.invalid", first_name="Eval")
+    eval_staff(tenant)
     for passage in case.setup.knowledge:
         document = document_create(tenant=tenant, livemode=True, title=passage.title, type="text",
                                    data=passage.text.encode(), url=passage.url)
         # Indexed here, as a worker would: the task enqueued after commit never runs.
         document_index(document_id=document.pk)
     return tenant
+
+
+def eval_staff(tenant) -> None:
+    """Someone to hand off to (without staff a handoff is decided but assigned to no one), in
+    working hours whenever the evaluation runs: what a waiting visitor is told depends on the
+    clock otherwise ("someone will reply from Mon 30 Nov, 09:00"), and the evaluation measures
+    the agent, not the hour it ran at."""
+    person = user_create(tenant=tenant, email=f"rep-{tenant.pk.hex[:12]}@eval.invalid",
+                         first_name="Eval")
+    user_set_availability(user=person, timezone_name="UTC", capacity=1,
+                          working_hours={"days": list(range(7)), "start_hour": 0, "end_hour": 24})
 
 
 def _offers_booking(actions: list[dict[str, Any]], booking_url: str) -> bool:

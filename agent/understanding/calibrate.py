@@ -32,7 +32,8 @@ def calibrate() -> dict[str, tuple[float, float, float]]:
         for case in held_out:
             readings = [understand(turn, model=model).evidence for turn in case["turns"]]
             for decision in DECISIONS:
-                score = max(r[decision].score for r in readings if decision in r)
+                score = max((r[decision].score for r in readings
+                             if decision in r and not r[decision].vetoed), default=0.0)
                 scored[decision].append((score, decision in case["expect"]["decisions"]))
     found = {}
     for decision, pairs in scored.items():

@@ -207,7 +207,7 @@ def test_the_openai_provider_cites_nothing_when_the_model_uses_no_passage(api, k
 
 
 SECURITY = ("# Security\n\nCustomer data is encrypted at rest with AES-256 and in transit with TLS "
-            "1.3. It is stored in data centres in Frankfurt and never leaves the EU.\n\n"
+            "1.3. Customer data is stored in data centres in Frankfurt and never leaves the EU.\n\n"
             "# Uptime\n\nWe commit to 99.9% monthly uptime on every paid plan, with service "
             "credits when we miss it.")
 

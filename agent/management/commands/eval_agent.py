@@ -93,7 +93,8 @@ class Command(BaseCommand):
                 parts.append(knowledge_eval.knowledge_table(summary["knowledge"], verbose=verbose))
             self.stdout.write("\n\n".join(parts))
         if missed:
-            raise AimsMissed(f"{len(missed)} aims missed (issue 27):\n  " + "\n  ".join(missed))
+            raise AimsMissed(f"{len(missed)} aims missed on the {AIM_SPLIT} split (issue 27):\n  "
+                             + "\n  ".join(missed))
 
 
 @contextmanager
