@@ -273,3 +273,18 @@ def test_a_stored_phrasing_of_an_unknown_decision_is_left_out(api, kit):
          "createdAt": "2026-01-01T00:00:00.000Z"}])
     r = chat(api, kit, ASKED)
     assert r.status_code == 200 and r.json().get("handoff") is None
+
+
+def test_under_a_models_analysis_a_phrasing_still_hands_off(api, kit, fake):
+    """A tenant on a language model: the deterministic net under the model's analysis reads the
+    tenant's phrasings too, and hands off what the model missed."""
+    fake.analysis = {"intent": "other", "confidence": 0.6}
+    r = chat(api, kit, ASKED)
+    assert r.status_code == 200 and r.json().get("handoff") is None
+    add(api, kit)
+    r = chat(api, kit, ASKED, visitor="visitor-2")
+    assert r.status_code == 200 and r.json().get("handoff"), r.content
+    reply = Message.objects.filter(conversation_id=r.json()["sessionId"].removeprefix("sess_"),
+                                   role="assistant").get()
+    assert (reply.turn["analysis"], reply.turn["rules"]) == ("model", ["handoff"])
+    assert reply.turn["decisions"]["person"]["by"] == "tenant"
