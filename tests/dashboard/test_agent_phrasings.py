@@ -31,7 +31,7 @@ def _listed(content: bytes) -> dict[str, list[str]]:
     """The phrasings the section lists, under each decision's label."""
     section = _section(content)
     return {ul.getprevious().text_content().strip(): [
-        " ".join(li.xpath("string(text())").split()).strip("“” ") for li in ul.xpath("./li")]
+        li.xpath("string(./span[@class='phrasing-text'])").strip("“”") for li in ul.xpath("./li")]
         for ul in section.xpath(".//ul[contains(@class, 'phrasings')]")}
 
 
