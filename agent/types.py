@@ -124,6 +124,9 @@ class TurnContext:
     meeting_booked: bool = False
     facts: TenantFacts = field(default_factory=TenantFacts)
     limits: ReplyLimits = field(default_factory=ReplyLimits)
+    # The tenant's own example phrasings, (decision, text) each (docs/agent.md, "Adding
+    # phrasings"): a message close to one in meaning takes its decision.
+    tenant_examples: tuple[tuple[str, str], ...] = ()
 
     def grounding_sources(self) -> list[str]:
         """Everything the reply may take a figure from: the passages, the tenant's facts, the

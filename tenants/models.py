@@ -26,6 +26,21 @@ class AgentProvider(models.TextChoices):
     OPENAI = "openai", "OpenAI-compatible provider"
 
 
+class AgentDecision(models.TextChoices):
+    """The decisions the agent takes by meaning (``agent.understanding.DECISIONS``, which a test
+    keeps equal to these: ``tenants`` sits below ``agent`` and may not import it), with the
+    words the dashboard shows for them."""
+
+    PERSON = "person", "Wants to talk to a person"
+    MEETING = "meeting", "Wants a meeting or a demo"
+    PRICING = "pricing", "Asks about pricing"
+    OBJECTION = "objection", "Raises an objection"
+    NOT_INTERESTED = "not_interested", "Is not interested"
+    SUPPORT = "support", "Has a support problem"
+    GOODBYE = "goodbye", "Says goodbye"
+    GREETING = "greeting", "Says hello"
+
+
 class Tenant(models.Model):
     """A customer of the service. Every tenant-owned row points here."""
 
@@ -50,6 +65,12 @@ class Tenant(models.Model):
     agent_max_reply_chars = models.PositiveSmallIntegerField(default=1200)
     agent_turn_seconds = models.PositiveSmallIntegerField(
         default=20, help_text="The whole turn's deadline: analysis and reply.")
+
+    # The tenant's own example phrasings of the agent's decisions (docs/agent.md, "Adding
+    # phrasings"): [{"id": uuid hex, "decision", "text", "createdAt": ISO 8601}], at most
+    # ``tenants.services.MAX_AGENT_PHRASINGS``. On the tenant's row, which every chat turn
+    # already reads with its key: a change counts from the next turn, at no extra statement.
+    agent_phrasings = models.JSONField(default=list, blank=True)
 
     # Facts about the tenant that the agent may state besides its knowledge base (docs/agent.md,
     # "Grounding"): what the product is, where the prices are, the business hours.

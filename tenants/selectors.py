@@ -57,6 +57,17 @@ def tenant_by_admin_session(mark: Any) -> Tenant | None:
     return tenant
 
 
+def agent_phrasings(*, tenant: Tenant) -> list[dict[str, str]]:
+    """The tenant's own example phrasings of the agent's decisions, oldest first (as added):
+    ``{id, decision, text, createdAt}``. From the row the caller holds: no statement."""
+    return list(tenant.agent_phrasings or [])
+
+
+def agent_phrasing_examples(*, tenant: Tenant) -> tuple[tuple[str, str], ...]:
+    """(decision, text) of each of the tenant's phrasings, for the chat turn's context."""
+    return tuple((p["decision"], p["text"]) for p in tenant.agent_phrasings or ())
+
+
 def tenant_users(*, tenant: Tenant) -> QuerySet[User]:
     """Active members of the tenant's staff, oldest first (stable: id breaks ties)."""
     return User.objects.filter(tenant=tenant, is_active=True).order_by("date_joined", "id")

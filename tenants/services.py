@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import secrets
+import uuid
 from datetime import datetime
 from typing import Any
 from urllib.parse import SplitResult
 
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from core import crypto
 from core.emails import EmailRefused
-from core.errors import FieldError, Unprocessable
+from core.errors import Conflict, FieldError, NotFound, Unprocessable
 from core.text import CONTROL_MESSAGE, has_control
+from core.timestamps import format_timestamp
 
 from .availability import clean_working_hours
-from .models import AgentProvider, Plan, Tenant, User, UserRole
+from .models import AgentDecision, AgentProvider, Plan, Tenant, User, UserRole
 from .selectors import ADMIN_TOKEN_PREFIX
 from .team import name_problems, staff_email
 
@@ -391,3 +394,93 @@ def _valid_zone(name: str) -> bool:
     except (ZoneInfoNotFoundError, ValueError):
         return False
     return True
+
+
+# --- The tenant's own example phrasings of the agent's decisions (docs/agent.md, "Adding
+# phrasings") ---------------------------------------------------------------------------------
+
+MAX_AGENT_PHRASINGS = 200
+AGENT_PHRASING_CHARS = 300
+
+
+class AgentPhrasingsFull(Conflict):
+    default_message = (f"The agent has its {MAX_AGENT_PHRASINGS} phrasings, the most a tenant "
+                       "may add: remove one first.")
+
+
+class AgentPhrasingTaken(Conflict):
+    default_message = "The agent already has this phrasing for this decision."
+
+
+def _phrasing_key(decision: str, text: str) -> tuple[str, str]:
+    """What makes two phrasings the same: the decision, and the text with its case and runs of
+    whitespace aside ("Can I talk  to Sam" is "can i talk to sam")."""
+    return decision, " ".join(text.split()).casefold()
+
+
+def _phrasing_problems(decision: object, text: object) -> list[FieldError]:
+    problems = []
+    if decision not in AgentDecision.values:
+        problems.append(FieldError("decision", "invalid_enum",
+                                   "One of " + ", ".join(AgentDecision.values) + "."))
+    if not isinstance(text, str):
+        problems.append(FieldError("text", "invalid_format", "Expected a string."))
+    elif not text:
+        problems.append(FieldError("text", "required", "A phrasing of 1 to "
+                                   f"{AGENT_PHRASING_CHARS} characters."))
+    elif len(text) > AGENT_PHRASING_CHARS:
+        problems.append(FieldError("text", "too_long",
+                                   f"At most {AGENT_PHRASING_CHARS} characters."))
+    elif has_control(text):
+        problems.append(FieldError("text", "invalid_format", CONTROL_MESSAGE))
+    return problems
+
+
+def _locked_phrasings(tenant: Tenant) -> list[dict[str, str]]:
+    """The tenant's phrasings as stored, its row locked until the transaction ends: two
+    additions at once cannot both pass the limit or both add the same phrasing."""
+    stored = (Tenant.objects.select_for_update().filter(pk=tenant.pk)
+              .values_list("agent_phrasings", flat=True).first())
+    if stored is None:
+        raise NotFound("The tenant does not exist.")
+    return list(stored or [])
+
+
+def _store_phrasings(tenant: Tenant, phrasings: list[dict[str, str]]) -> None:
+    now = timezone.now()
+    Tenant.objects.filter(pk=tenant.pk).update(agent_phrasings=phrasings, updated_at=now)
+    tenant.agent_phrasings, tenant.updated_at = phrasings, now
+
+
+@transaction.atomic
+def agent_phrasing_add(*, tenant: Tenant, decision: str, text: str) -> dict[str, str]:
+    """Adds an example phrasing of one of the agent's decisions ("can the night shift pick this
+    up" for ``person``): a visitor's message close to it in meaning takes the decision, from the
+    next chat turn on. One line of 1 to ``AGENT_PHRASING_CHARS`` characters (trimmed), at most
+    ``MAX_AGENT_PHRASINGS`` per tenant, none twice for a decision (case aside)."""
+    if isinstance(text, str):
+        text = text.strip()
+    problems = _phrasing_problems(decision, text)
+    if problems:
+        raise Unprocessable("The phrasing was not added.", details=problems)
+    phrasings = _locked_phrasings(tenant)
+    key = _phrasing_key(decision, text)
+    if any(_phrasing_key(p["decision"], p["text"]) == key for p in phrasings):
+        raise AgentPhrasingTaken()
+    if len(phrasings) >= MAX_AGENT_PHRASINGS:
+        raise AgentPhrasingsFull()
+    phrasing = {"id": uuid.uuid4().hex, "decision": decision, "text": text,
+                "createdAt": format_timestamp(timezone.now())}
+    _store_phrasings(tenant, [*phrasings, phrasing])
+    return phrasing
+
+
+@transaction.atomic
+def agent_phrasing_remove(*, tenant: Tenant, phrasing_id: str) -> None:
+    """Removes one of the tenant's phrasings (``id``, 32 hex digits); it counts no more from the
+    next chat turn on. Another tenant's or an unknown id is ``NotFound``."""
+    phrasings = _locked_phrasings(tenant)
+    kept = [p for p in phrasings if p.get("id") != phrasing_id]
+    if len(kept) == len(phrasings):
+        raise NotFound("No such phrasing.")
+    _store_phrasings(tenant, kept)

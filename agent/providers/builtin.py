@@ -46,7 +46,8 @@ class BuiltinProvider(Provider):
         reading = rules.read(ctx.message)
         understood = None
         if settings.AGENT_UNDERSTANDING == "meaning" and reading.slot_token is None:
-            understood = understanding.understand(ctx.message)
+            understood = understanding.understand(
+                ctx.message, tenant_examples=understanding.tenant_examples(ctx.tenant_examples))
             reading = by_meaning(reading, understood)
         handoff = None
         if reading.intent == "human_request":

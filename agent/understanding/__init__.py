@@ -16,9 +16,11 @@ a five-fold cross-validation on the dev split, ``python -m agent.understanding.c
 and unless the message's nearest example is one of no decision (a veto: "does the bot hand off
 to a human?" is a question about the product, not a request for a person, and reads most like
 the mentions the examples hold).
-A tenant's own examples (``tenant_examples``) take a decision when the message's cosine with
-the nearest of them reaches ``TENANT_THRESHOLD``. The evidence of every decision is its
-probability and its nearest examples with their cosines.
+A tenant's own examples (``tenant_examples``: the phrasings it adds in the dashboard or through
+``/api/v1/agent/phrasings``) take a decision when the message's cosine with the nearest of them
+reaches ``TENANT_THRESHOLD``; each is embedded once per process (``example_vectors``, least
+recently used first out beyond ``TENANT_VECTORS``), not on every turn. The evidence of every
+decision is its probability and its nearest examples with their cosines.
 
 A message of several sentences is read whole and sentence by sentence, the best reading kept:
 "Thanks for the details. Could someone from your team call me?" asks for a person although its
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +68,9 @@ THRESHOLDS: dict[str, float] = {
     "greeting": 0.90,
 }
 TENANT_THRESHOLD = 0.60
+# The tenants' example texts whose vectors a process keeps (2 KiB each: 8 MiB at most), the
+# least recently used forgotten first: twenty tenants with the most phrasings a tenant may have.
+TENANT_VECTORS = 4096
 MAX_PARTS = 6  # sentences of a long message read one by one, at most
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
@@ -250,15 +256,56 @@ def understand(message: str, *, tenant_examples: Iterable[Example] = (),
             nearest=nearest,
             vetoed=bool(nearest) and model.nearest_none(vectors[part]) > nearest[0][1])
     own = [e for e in tenant_examples if e.text.strip()]
+    wanted = [e for e in own if any(d not in evidence or not evidence[d].taken
+                                    for d in e.decisions)]
+    own_vectors = example_vectors([e.text for e in wanted])
     for decision in DECISIONS:
-        texts = [e.text for e in own if decision in e.decisions]
-        if not texts or (decision in evidence and evidence[decision].taken):
+        rows = [i for i, e in enumerate(wanted) if decision in e.decisions]
+        if not rows or (decision in evidence and evidence[decision].taken):
             continue
-        similarities = vectors @ embeddings.encode(texts).T  # parts × the tenant's examples
+        similarities = vectors @ own_vectors[rows].T  # parts × the tenant's examples
         part, best = np.unravel_index(int(np.argmax(similarities)), similarities.shape)
         if similarities[part, best] >= TENANT_THRESHOLD:
             evidence[decision] = Evidence(
                 decision=decision, score=float(similarities[part, best]),
                 threshold=TENANT_THRESHOLD, by="tenant",
-                nearest=((texts[best], float(similarities[part, best])),))
+                nearest=((wanted[rows[best]].text, float(similarities[part, best])),))
     return Understanding(evidence=evidence)
+
+
+def tenant_examples(pairs: Iterable[tuple[str, str]]) -> list[Example]:
+    """A tenant's phrasings, (decision, text) each (``TurnContext.tenant_examples``), as
+    examples; a decision this module does not know is left out."""
+    return [Example(decisions=frozenset({decision}), text=text, source="tenant")
+            for decision, text in pairs if decision in DECISIONS]
+
+
+_vectors_lock = threading.Lock()
+_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+
+def example_vectors(texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts`` (one row each), each text embedded once per process: a
+    tenant's phrasings are the same from one turn to the next, and embedding 200 of them would
+    cost a turn about 0.1 s. A text added since is embedded on its first turn; one removed is
+    simply no longer asked for, and leaves as the least recently used."""
+    if not texts:
+        return np.zeros((0, embeddings.DIMENSIONS), dtype=np.float32)
+    found: dict[str, np.ndarray] = {}
+    with _vectors_lock:
+        for text in texts:
+            vector = _vectors.get(text)
+            if vector is not None:
+                _vectors.move_to_end(text)
+                found[text] = vector
+    missing = [text for text in dict.fromkeys(texts) if text not in found]
+    if missing:
+        fresh = embeddings.encode(missing)
+        with _vectors_lock:
+            for text, vector in zip(missing, fresh, strict=True):
+                _vectors[text] = vector
+                _vectors.move_to_end(text)
+            while len(_vectors) > TENANT_VECTORS:
+                _vectors.popitem(last=False)
+        found.update(zip(missing, fresh, strict=True))
+    return np.stack([found[text] for text in texts])

@@ -50,6 +50,7 @@ from knowledge.retrieval import retrieve
 from leads.models import Lead
 from leads.services import lead_seen, lead_update
 from tenants.models import Tenant
+from tenants.selectors import agent_phrasing_examples
 
 from .. import scheduling
 from ..events import emit_conversation_event, message_facts
@@ -228,6 +229,7 @@ def _context(inp: TurnInput, conversation: Conversation, earlier: list[_Earlier]
         limits=ReplyLimits(max_tokens=inp.tenant.agent_max_reply_tokens,
                            max_chars=inp.tenant.agent_max_reply_chars,
                            turn_seconds=inp.tenant.agent_turn_seconds),
+        tenant_examples=agent_phrasing_examples(tenant=inp.tenant),
     )
 
 

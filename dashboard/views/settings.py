@@ -1,8 +1,9 @@
-"""Settings: plan, the agent (provider, model, write-only key, reply limits, the facts it may
-state), meeting availability, the widget's look and the origins allowed to embed it. One form
-per section, each posting to its own URL and calling one service. A form refused (its own checks
-or the service's) is shown again with what was typed and the reasons beside its fields; the
-widget's colours get a warning with their contrast ratio when its text would be hard to read."""
+"""Settings: plan, the agent (provider, model, write-only key, its own example phrasings, reply
+limits, the facts it may state), meeting availability, the widget's look and the origins allowed
+to embed it. One form per section, each posting to its own URL and calling one service. A form
+refused (its own checks or the service's) is shown again with what was typed and the reasons
+beside its fields; the widget's colours get a warning with their contrast ratio when its text
+would be hard to read."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from core.errors import ServiceError
+from tenants import selectors as tenant_selectors
 from tenants import services as tenant_services
-from tenants.models import AgentProvider, Plan
+from tenants.models import AgentDecision, AgentProvider, Plan
 from widget import colours
 from widget import services as widget_services
 from widget.models import HEX_COLOUR, Position
 
 from ..auth import dashboard_view
-from .common import mark_invalid, refuse_on_form
+from .common import attempt, mark_invalid, refuse_on_form
 
 DAYS = [(0, "Mon"), (1, "Tue"), (2, "Wed"), (3, "Thu"), (4, "Fri"), (5, "Sat"), (6, "Sun")]
 HOURS = [(h, f"{h:02d}:00") for h in range(25)]
@@ -40,6 +42,16 @@ class AgentForm(forms.Form):
                                                          attrs={"autocomplete": "off"}),
                               help_text="Write-only: leave blank to keep the current key.")
     clear_key = forms.BooleanField(required=False, label="Remove the stored key")
+
+
+class PhrasingForm(forms.Form):
+    """One of the agent's own example phrasings (docs/agent.md, "Adding phrasings"); its
+    fields are prefixed (``phrasing-text``), as the page has other forms with a text field."""
+
+    decision = forms.ChoiceField(choices=AgentDecision.choices, label="The visitor…")
+    text = forms.CharField(max_length=tenant_services.AGENT_PHRASING_CHARS, label="Phrasing",
+                           widget=forms.TextInput(attrs={
+                               "placeholder": "can the night shift pick this up"}))
 
 
 class LimitsForm(forms.Form):
@@ -105,6 +117,7 @@ def _initial_forms(tenant, look) -> dict[str, forms.Form]:
         "agent_form": AgentForm(initial={"provider": tenant.agent_provider,
                                          "model": tenant.agent_model,
                                          "base_url": tenant.agent_base_url}),
+        "phrasing_form": PhrasingForm(prefix="phrasing"),
         "limits_form": LimitsForm(initial={"max_reply_tokens": tenant.agent_max_reply_tokens,
                                            "max_reply_chars": tenant.agent_max_reply_chars,
                                            "turn_seconds": tenant.agent_turn_seconds}),
@@ -148,9 +161,21 @@ def _page(request: HttpRequest, *, status: int = 200, **refused: forms.Form) -> 
             shown["widget_form"].fields[name].widget.attrs["aria-describedby"] = "contrast-warning"
     return render(request, "dashboard/settings.html", {
         "tenant": tenant, **shown, "contrast": contrast,
+        "phrasings": _phrasings_by_decision(request),
+        "max_phrasings": tenant_services.MAX_AGENT_PHRASINGS,
         "base_url": request.build_absolute_uri("/").rstrip("/"),
         "section": "settings",
     }, status=status)
+
+
+def _phrasings_by_decision(request: HttpRequest) -> dict[str, object]:
+    """The tenant's phrasings under each decision that has any, in the order of the form's
+    choices, oldest first."""
+    phrasings = request.actor.read(tenant_selectors.agent_phrasings, both_modes=True)
+    groups = [{"decision": value, "label": label,
+               "items": [p for p in phrasings if p["decision"] == value]}
+              for value, label in AgentDecision.choices]
+    return {"count": len(phrasings), "groups": [g for g in groups if g["items"]]}
 
 
 @dashboard_view(manage=True)
@@ -206,6 +231,25 @@ def settings_agent(request: HttpRequest) -> HttpResponse:
                             base_url=data["base_url"], api_key=api_key)
 
     return _save(request, "agent_form", AgentForm(request.POST), write, "Agent settings saved.")
+
+
+@require_POST
+@dashboard_view(manage=True)
+def settings_phrasing_add(request: HttpRequest) -> HttpResponse:
+    form = PhrasingForm(request.POST, prefix="phrasing")
+    return _save(request, "phrasing_form", form, lambda data: request.actor.write(
+        tenant_services.agent_phrasing_add, both_modes=True, **data),
+        "Phrasing added: it counts from the next message.")
+
+
+@require_POST
+@dashboard_view(manage=True)
+def settings_phrasing_remove(request: HttpRequest, phrasing_id: str) -> HttpResponse:
+    """A phrasing already gone (removed in another tab) is said so, above the page."""
+    attempt(request, lambda: request.actor.write(
+        tenant_services.agent_phrasing_remove, both_modes=True, phrasing_id=phrasing_id),
+        "Phrasing removed: it no longer counts from the next message.")
+    return redirect("dashboard:settings")
 
 
 @require_POST

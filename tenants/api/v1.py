@@ -1,4 +1,5 @@
-"""v1 surface of the tenant's people: ``GET /api/v1/users``."""
+"""v1 surface of the tenant: its people (``GET /api/v1/users``) and its agent's own example
+phrasings (``/api/v1/agent/phrasings``)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from config.api.fields import PrefixedIdField, TimestampField
+from config.api.fields import PrefixedIdField, StatedLineField, TimestampField, V1Input
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
-from config.api.views import V1ViewSet
-from core.pagination import paginate
-from tenants.models import User, UserRole, UserStatus
+from config.api.views import V1APIView, V1ViewSet
+from core import ids
+from core.pagination import Page, paginate
+from tenants import selectors, services
+from tenants.models import AgentDecision, User, UserRole, UserStatus
 
 
 class UserSerializer(serializers.ModelSerializer):
@@ -63,3 +66,88 @@ class UserViewSet(V1ViewSet):
                    responses={200: UserSerializer, **v1_errors(404)})
     def retrieve(self, request, id: str):
         return Response(UserSerializer(self.get_object()).data)
+
+
+# --- The agent's own example phrasings (docs/agent.md, "Adding phrasings") ------------------
+
+PHRASING_PREFIX = "phr"
+
+
+class AgentPhrasingSerializer(serializers.Serializer):
+    id = PrefixedIdField(PHRASING_PREFIX)
+    decision = serializers.ChoiceField(choices=AgentDecision.values)
+    text = serializers.CharField()
+    createdAt = TimestampField()
+
+
+class AgentPhrasingCreateSerializer(V1Input):
+    """``POST /api/v1/agent/phrasings``."""
+
+    decision = serializers.ChoiceField(
+        choices=AgentDecision.values,
+        help_text="The decision a visitor's message close to the text takes: " + "; ".join(
+            f"{value}: {label.lower()}" for value, label in AgentDecision.choices) + ".")
+    text = StatedLineField(
+        min_length=1, max_length=services.AGENT_PHRASING_CHARS,
+        help_text=f"What a visitor might write, one line of 1 to "
+                  f"{services.AGENT_PHRASING_CHARS} characters (trimmed).")
+
+
+def v1_phrasing(phrasing: dict[str, str]) -> dict[str, str]:
+    return {"id": f"{PHRASING_PREFIX}_{phrasing['id']}", "decision": phrasing["decision"],
+            "text": phrasing["text"], "createdAt": phrasing["createdAt"]}
+
+
+_SETTINGS_NOTE = (" Phrasings are a setting of the tenant, not live or test data: keys of both "
+                  "modes see and change the same list.")
+
+
+class PhrasingsView(V1APIView):
+    """The tenant's own example phrasings of the agent's decisions: a visitor's message close
+    in meaning to one takes its decision (a handoff for ``person``), from the next chat turn
+    on. Listing needs the read scope; adding and removing one, as any change of the
+    organization's settings, the admin scope."""
+
+    # apikeys.models.Scope.ADMIN, by value: apikeys sits above tenants and may not be imported.
+    min_scope = {"POST": "admin"}
+
+    @extend_schema(
+        operation_id="v1_agent_phrasings_list",
+        description="The phrasings, oldest first." + _SETTINGS_NOTE,
+        parameters=[PageQuery],
+        responses={200: paginated("AgentPhrasingList", AgentPhrasingSerializer), **v1_errors(400)},
+    )
+    def get(self, request):
+        query = parse_query(request, PageQuery)
+        phrasings = selectors.agent_phrasings(tenant=request.user.tenant)
+        start = (query["page"] - 1) * query["limit"]
+        page = Page(items=phrasings[start:start + query["limit"]], page=query["page"],
+                    limit=query["limit"], total=len(phrasings))
+        return Response({"data": [v1_phrasing(p) for p in page.items], "pagination": page.meta})
+
+    @extend_schema(
+        operation_id="v1_agent_phrasings_create",
+        description=(f"Adds a phrasing. At most {services.MAX_AGENT_PHRASINGS} per tenant, and "
+                     "none twice for a decision (case and spacing aside): either is a 409 "
+                     "conflict. A text too long or holding a line break is a 422." + _SETTINGS_NOTE),
+        request=AgentPhrasingCreateSerializer,
+        responses={201: AgentPhrasingSerializer, **v1_errors(409, 422, body=True)},
+    )
+    def post(self, request):
+        body = AgentPhrasingCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        phrasing = services.agent_phrasing_add(tenant=request.user.tenant,
+                                               **body.validated_data)
+        return Response(v1_phrasing(phrasing), status=201)
+
+
+class PhrasingView(V1APIView):
+    @extend_schema(
+        operation_id="v1_agent_phrasings_delete",
+        description="Removes a phrasing: it counts no more from the next chat turn on." + _SETTINGS_NOTE,
+        responses={204: None, **v1_errors(404)},
+    )
+    def delete(self, request, id: str):
+        services.agent_phrasing_remove(tenant=request.user.tenant,
+                                       phrasing_id=ids.decode_or_404(PHRASING_PREFIX, id).hex)
+        return Response(status=204)

@@ -28,6 +28,20 @@ def test_v1_schema_is_public_valid_and_describes_the_routes(api, db):
     assert "unprocessable" in enum and "rate_limit_exceeded" in enum
 
 
+def test_the_agents_phrasings_are_in_the_v1_schema(api, db):
+    schema = _schema(api, "/api/v1/schema")
+    phrasings = schema["paths"]["/api/v1/agent/phrasings"]
+    assert {"get", "post"} <= set(phrasings)
+    assert {"409", "422", "400"} <= set(phrasings["post"]["responses"])
+    assert "delete" in schema["paths"]["/api/v1/agent/phrasings/{id}"]
+    phrasing = schema["components"]["schemas"]["AgentPhrasing"]
+    assert phrasing["properties"]["id"]["pattern"] == "^phr_[0-9a-f]{32}$"
+    body = operation_body(schema, "/api/v1/agent/phrasings")
+    assert (body["properties"]["text"]["minLength"], body["properties"]["text"]["maxLength"]) == (
+        1, 300)
+    assert set(body["required"]) == {"decision", "text"}
+
+
 def test_legacy_schema_is_public_valid_and_separate(api, db):
     schema = _schema(api, "/api/schema")
     validate(schema)
@@ -109,6 +123,7 @@ def test_every_query_parameter_states_its_limits(api, db, surface):
     ("/api/v1/schema", "/api/v1/conversations", 25), ("/api/v1/schema", "/api/v1/users", 25),
     ("/api/v1/schema", "/api/v1/webhooks", 25), ("/api/v1/schema", "/api/v1/knowledge-base", 25),
     ("/api/v1/schema", "/api/v1/webhooks/{id}/deliveries", 25),
+    ("/api/v1/schema", "/api/v1/agent/phrasings", 25),
     ("/api/v1/schema", "/api/v1/analytics/activity", 50),
     ("/api/schema", "/api/leads", 50), ("/api/schema", "/api/admin/knowledge-base", 50),
     ("/api/schema", "/api/leads/{id}/conversations", 20),

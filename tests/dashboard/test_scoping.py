@@ -20,7 +20,7 @@ from apikeys.services import api_key_create
 from conversations.models import Conversation
 from dashboard.auth import Actor
 from knowledge.services import document_create
-from tenants.services import tenant_set_allowed_origins, user_create
+from tenants.services import agent_phrasing_add, tenant_set_allowed_origins, user_create
 from tests.chat_helpers import chat
 from tests.dashboard.client import signed_in
 from tests.factories import PASSWORD, make_lead
@@ -102,13 +102,15 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
                     data=b"Our pricing starts at 10 euros.")
     api_key_create(tenant=kit.tenant, name="Marker key", scope="read", livemode=True)
     tenant_set_allowed_origins(tenant=kit.tenant, origins=["https://marker.example"])
+    agent_phrasing_add(tenant=kit.tenant, decision="person", text="marker night shift phrasing")
     delivery = Delivery.objects.get(tenant=kit.tenant, subscription__isnull=False)
     return {
         "ids": {"lead": lead.pk, "conversation": conversation.pk, "delivery": delivery.pk},
         "rows": ["marker@live.example", "Zed Marker", str(lead.pk), str(conversation.pk),
                  "Marker playbook", "marker-subscription", "marker-legacy", str(delivery.pk)],
         # The tenant's own, whichever mode is shown: only strangers must not see these.
-        "tenant": ["Marker key", "https://marker.example", kit.tenant.public_id, manager.email],
+        "tenant": ["Marker key", "https://marker.example", kit.tenant.public_id, manager.email,
+                   "marker night shift phrasing"],
     }
 
 
