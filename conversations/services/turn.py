@@ -138,8 +138,6 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
     silent = conversation.status == ConversationStatus.HANDED_OFF
-    # The conversation's language holds unless the message says otherwise clearly: "Hello" or
-    # "ok" alone read as Italian or Dutch to the identification.
     language = (inp.language or detect_language(inp.message, prior=conversation.language or None)
                 or "en")
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
