@@ -90,7 +90,13 @@ _SOMEONE = (r"(?:a |an |some |one of your |your |a real |an actual |a live |the 
             r"(?:real |actual |live )?(?:human|humans|person|someone|somebody|anyone|agent|rep|representative|"
             r"operator|sales(?: ?(?:person|rep|team|people))?|salesperson|team|member of (?:your|the) team|colleague|"
             r"consultant|people)")
-# Asking for a person, directly or not, in the four languages. A request is the visitor's own
+# Dutch: "ik wil graag", "kan ik", "mogen we even": the visitor's own wish, not what others can do.
+_NL_WE_WISH = (r"(?:(?:ik|we|wij) (?:wil|wilde|zou|kan|mag|willen|zouden|kunnen|mogen)|"
+               r"(?:kan|mag|wil|zou|kunnen|mogen|willen|zouden) (?:ik|we|wij))"
+               r"(?: (?:graag|even|liever|alstublieft|nu|misschien|toch|eigenlijk|ook))*")
+_NL_SOMEONE = (r"(?:iemand|een (?:echte |echt )?(?:medewerker|mens|persoon|adviseur|verkoper|collega|"
+               r"vertegenwoordiger))(?: van (?:uw|jullie|het) (?:team|verkoop\w*|sales|klantenservice))?")
+# Asking for a person, directly or not, in the agent's languages. A request is the visitor's own
 # ("can I talk to…", "let me speak with…", "get me a human", "call me back"): a sentence that
 # merely mentions people ("our customers can talk to a real person", "does the bot hand off to
 # a human agent?", "our sales team is 5 people") is not one.
@@ -127,6 +133,18 @@ HUMAN_REQUEST = _words(
     r"(?:me|nos) (?:puede|pueden|podría|podrían) llamar", r"(?:puede|pueden|podría|podrían) llamarme", r"llámenme",
     r"llámeme",
     r"(?:este|el) (?:bot|chatbot) (?:es|no sirve) (?:inútil|para nada)",
+    # it
+    r"(?:vorrei|voglio|posso|potrei|vorremmo|possiamo|preferirei) (?:parlare|chattare) con (?:una persona|un operatore|un'operatrice|un consulente|una consulente|qualcuno|un umano|un essere umano|un commerciale|un venditore|un agente|un vostro|una vostra|il vostro team|il reparto vendite)",
+    r"(?:mi|ci) (?:può|potete|potreste|potrebbe) (?:richiamare|telefonare)", r"richiamatemi",
+    r"mi richiami",
+    # pt
+    r"(?:quero|queria|gostaria de|posso|podia|poderia|preciso de|prefiro) (?:falar|conversar) com (?:uma pessoa|um humano|um ser humano|alguém|um assistente|um consultor|uma consultora|um vendedor|um comercial|um operador|um representante|um atendente|a vossa equipa|a sua equipa|a equipa)",
+    r"(?:pode|podem|podia|podiam|poderia|poderiam) ligar-me", r"(?:me|nos) (?:pode|podem|podia|podiam|poderia|poderiam) ligar",
+    r"(?:pode|podem|podia|podiam|poderia|poderiam) me ligar", r"liguem-me", r"ligue-me",
+    # nl: "kan ik met een medewerker spreken", "ik wil graag iemand spreken", "bel me terug"
+    rf"{_NL_WE_WISH} (?:met )?{_NL_SOMEONE} (?:spreken|praten|bellen)",
+    r"(?:kunt|kan|wilt|wil|zou|zouden|kunnen|willen) (?:u|je|jij|jullie) (?:mij|me|ons)(?: [^\W\d_]+){0,3}? (?:terug)?bellen",
+    r"belt? (?:u |jullie )?(?:mij|me|ons) (?:even )?terug", r"terugbelverzoek",
 )
 # A message that is nothing but the request: "agent", "Human please!".
 HUMAN_REQUEST = re.compile(
@@ -142,6 +160,10 @@ SUPPORT_PROBLEM = _words(
     r"kann mich nicht (?:anmelden|einloggen)",
     r"erreur", r"ne fonctionne (?:pas|plus)", r"ne marche (?:pas|plus)", r"en panne", r"impossible de me connecter",
     r"no funciona", r"no puedo (?:entrar|iniciar sesión|acceder)", r"fallo", r"reembolso",
+    r"non funziona(?: più)?", r"non riesco (?:ad? (?:accedere|entrare))", r"errore", r"rimborso",
+    r"não funciona", r"deixou de funcionar", r"não consigo (?:entrar|aceder|acessar|iniciar sessão)",
+    r"werkt niet(?: meer)?", r"doet het niet(?: meer)?", r"kan niet (?:inloggen|aanmelden)",
+    r"foutmelding",
 )
 
 
@@ -155,27 +177,38 @@ INTENT_RULES: list[tuple[str, re.Pattern[str], float]] = [
                             r"set up (?:a |an )?(?:call|meeting)", r"(?:quick|short|brief|intro|discovery|sales) call",
                             r"(?:hop|jump|get) on a call", r"termin", r"d[ée]mo", r"d[ée]monstration",
                             r"demostración", r"vorführung",
-                            r"rendez-vous", r"reunión", r"meeting"), 0.9),
+                            r"rendez-vous", r"reunión", r"meeting",
+                            r"prenot\w* una (?:chiamata|call|videochiamata|riunione)", r"appuntamento",
+                            r"dimostrazione", r"demonstração", r"reunião",
+                            r"(?:marcar|agendar) uma (?:chamada|videochamada)", r"afspraak",
+                            r"(?:gesprek|belafspraak) (?:in)?plannen"), 0.9),
     ("purchase_intent", _words(r"buy", r"purchase", r"sign up", r"subscribe", r"ready to (?:start|go|move)",
                                r"get started", r"contract", r"procure", r"quote", r"onboard",
-                               r"kaufen", r"acheter", r"comprar"), 0.88),
+                               r"kaufen", r"acheter", r"comprar", r"acquistare", r"kopen"), 0.88),
     ("pricing", _words(r"price", r"prices", r"pricing", r"cost", r"costs", r"how much", r"plans?",
                        r"budget", r"discount", r"per seat", r"per user", r"preis", r"preise", r"kosten",
                        r"kostet", r"wie ?viel", r"prix", r"tarifs?", r"combien", r"coûte",
-                       r"precio", r"precios", r"cu[aá]nto", r"cuesta"), 0.85),
+                       r"precio", r"precios", r"cu[aá]nto", r"cuesta", r"prezzo", r"prezzi",
+                       r"quanto costa", r"preço", r"preços", r"quanto custa",
+                       r"prijs", r"prijzen", r"wat kost"), 0.85),
     ("support", SUPPORT_PROBLEM, 0.85),
     ("objection", _words(r"too expensive", r"not interested", r"no budget", r"already (?:use|have)",
                          r"competitor", r"not sure (?:it|this)", r"not now", r"maybe later", r"too costly",
-                         r"zu teuer", r"trop cher", r"muy caro"), 0.8),
+                         r"zu teuer", r"trop cher", r"muy caro", r"troppo caro", r"muito caro",
+                         r"te duur"), 0.8),
     ("goodbye", _words(r"bye", r"goodbye", r"good bye", r"see you", r"that's all", r"that is all",
                        r"thanks,? that'?s it", r"have a (?:nice|good) day", r"tschüss", r"auf wiedersehen",
-                       r"au revoir", r"adiós", r"adios"), 0.9),
+                       r"au revoir", r"adiós", r"adios", r"arrivederci", r"buona giornata",
+                       r"adeus", r"até logo", r"até à próxima", r"tot ziens", r"doei",
+                       r"fijne dag"), 0.9),
     ("product_question", re.compile(
         r"\?|\b(?:how does|how do|what is|what are|does it|do you|can it|can you|is there|integrat\w*|"
         r"feature\w*|support for|works with|wie|was ist|comment|qu'est-ce|cómo|qué es)\b",
         re.IGNORECASE), 0.75),
     ("greeting", _words(r"hi", r"hello", r"hey", r"good (?:morning|afternoon|evening)", r"hallo",
-                        r"guten tag", r"bonjour", r"salut", r"hola", r"buenos días"), 0.9),
+                        r"guten tag", r"bonjour", r"salut", r"hola", r"buenos días", r"ciao",
+                        r"salve", r"buongiorno", r"buonasera", r"olá", r"ola", r"bom dia",
+                        r"boa tarde", r"hoi", r"goedemorgen", r"goedemiddag", r"goedenavond"), 0.9),
 ]
 
 # Buying signals (BANT plus interest). Each adds to the score once per conversation.

@@ -98,7 +98,7 @@ def visitor_zone(name: Any) -> str | None:
 @dataclass(frozen=True)
 class SlotView:
     """How a visitor reads the slots: in their time zone, with the day and month in their
-    language (the agent's four; another reads English)."""
+    language (the agent's seven, ``core.languages.SPOKEN``; another reads English)."""
 
     zone: ZoneInfo
     language: str = "en"
@@ -118,12 +118,16 @@ def meeting_view(meeting: Meeting) -> SlotView:
     return view_for(meeting.tenant, zone, "en")
 
 
-# Short day and month names, Monday and January first.
+# Short day and month names, Monday and January first (CLDR's abbreviations), in every
+# language the agent speaks (tests/agent/test_phrases.py checks that none is missing).
 _DAYS = {
     "en": ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
     "de": ("Mo.", "Di.", "Mi.", "Do.", "Fr.", "Sa.", "So."),
     "fr": ("lun.", "mar.", "mer.", "jeu.", "ven.", "sam.", "dim."),
     "es": ("lun", "mar", "mié", "jue", "vie", "sáb", "dom"),
+    "it": ("lun", "mar", "mer", "gio", "ven", "sab", "dom"),
+    "pt": ("seg.", "ter.", "qua.", "qui.", "sex.", "sáb.", "dom."),
+    "nl": ("ma", "di", "wo", "do", "vr", "za", "zo"),
 }
 _MONTHS = {
     "en": ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
@@ -132,9 +136,14 @@ _MONTHS = {
     "fr": ("janv.", "févr.", "mars", "avr.", "mai", "juin", "juil.", "août", "sept.", "oct.",
            "nov.", "déc."),
     "es": ("ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sept", "oct", "nov", "dic"),
+    "it": ("gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "set", "ott", "nov", "dic"),
+    "pt": ("jan.", "fev.", "mar.", "abr.", "mai.", "jun.", "jul.", "ago.", "set.", "out.",
+           "nov.", "dez."),
+    "nl": ("jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"),
 }
 _DATE = {"en": "{day} {d} {month}", "de": "{day} {d}. {month}", "fr": "{day} {d} {month}",
-         "es": "{day} {d} {month}"}
+         "es": "{day} {d} {month}", "it": "{day} {d} {month}", "pt": "{day}, {d} de {month}",
+         "nl": "{day} {d} {month}"}
 
 
 def zone_label(zone: ZoneInfo) -> str:

@@ -70,9 +70,10 @@ def _words(text: str) -> str:
 def language_scores(text: str) -> dict[str, float]:
     """How likely each language is for ``text``, addresses, links and numbers left out; empty
     when no words remain. fastText tells whether the text is in one of the agent's languages
-    at all; among those, Lingua tells which."""
+    at all; among those, Lingua tells which. Two letters tell nothing: "ok", "no", "ja", "si"
+    and "hi" are words of several languages (Lingua reads "ok" as Dutch)."""
     words = _words(text)
-    if len(re.sub(r"\W", "", words)) < 2:
+    if len(re.sub(r"\W", "", words)) < 3:
         return {}
     found = _fasttext().detect(words, model="lite", k=10)
     scores = {hit["lang"]: hit["score"] for hit in found if hit["lang"] in ISO_639_1}

@@ -76,8 +76,9 @@ NO_QUESTION_INTENTS = {"greeting", "goodbye", "human_request", "support", "booki
 EMAIL_WORTHY = {"demo_request", "purchase_intent", "pricing", "booking"}
 OPEN_LEAD_STATUSES = {"new", "qualifying", "contacted", "nurturing"}
 MEETING_BOOKED = "meeting_booked"  # the signal that records a booking in this conversation
-# Languages the conversation may be set to from a provider's analysis.
-CONVERSATION_LANGUAGES = BUILTIN_LANGUAGES + ("it", "pt", "nl")
+# Languages the conversation may be set to from a provider's analysis: those the agent's fixed
+# sentences exist in (a model may name any).
+CONVERSATION_LANGUAGES = BUILTIN_LANGUAGES
 
 
 @dataclass(frozen=True)

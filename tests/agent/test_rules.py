@@ -28,6 +28,13 @@ from agent import rules
     "Pouvez-vous me faire rappeler par un conseiller ?",
     "Quiero hablar con una persona, por favor.",
     "¿Me puede llamar alguien de ventas?",
+    "Preferirei parlare con una persona del vostro team, grazie.",
+    "Mi potete richiamare domani mattina?",
+    "Gostaria de falar com alguém da vossa equipa comercial.",
+    "Podem ligar-me depois do almoço?",
+    "Kan ik even met een medewerker van jullie team praten?",
+    "Ik wil graag iemand spreken.",
+    "Kunt u mij morgen terugbellen?",
 ])
 def test_requests_for_a_person_direct_or_not(message):
     assert rules.classify(message)[0] == "human_request"
@@ -45,6 +52,9 @@ def test_requests_for_a_person_direct_or_not(message):
     "Soy una persona que prefiere leer la documentación antes de hablar con ventas.",
     "¿Cómo se puede llamar a la API?",
     "Notre outil permet de rappeler nos clients.",
+    "I nostri clienti vogliono parlare con una persona quando il bot non sa rispondere.",
+    "Os clientes podem falar com uma pessoa pelo widget?",
+    "Onze klanten kunnen met een medewerker spreken via de chat.",
 ])
 def test_sentences_that_mention_people_ask_for_no_one(message):
     assert rules.classify(message)[0] != "human_request"
@@ -55,6 +65,9 @@ def test_sentences_that_mention_people_ask_for_no_one(message):
     "Seit dem Update bekommen wir beim Export einen Fehler.",
     "L'export ne fonctionne plus depuis hier.",
     "No puedo iniciar sesión desde esta mañana.",
+    "Da stamattina l'esportazione non funziona più.",
+    "Não consigo entrar na minha conta desde ontem.",
+    "De koppeling met ons CRM werkt niet meer.",
 ])
 def test_support_problems_in_each_language(message):
     assert rules.classify(message)[0] == "support"
@@ -64,9 +77,30 @@ def test_support_problems_in_each_language(message):
     "Could you show me how it works on a quick call sometime this week?",
     "Est-ce qu'on peut organiser une démonstration la semaine prochaine ?",
     "Me gustaría ver una demostración.",
+    "Possiamo fissare un appuntamento per giovedì?",
+    "Dava para marcar uma reunião na próxima semana?",
+    "Kunnen we een afspraak maken om het te bekijken?",
 ])
 def test_meeting_wishes(message):
     assert rules.classify(message)[0] == "demo_request"
+
+
+@pytest.mark.parametrize("message, intent", [
+    ("Buonasera!", "greeting"),
+    ("Olá, boa tarde", "greeting"),
+    ("Goedemorgen", "greeting"),
+    ("Perfetto, grazie. Arrivederci!", "goodbye"),
+    ("Obrigada, até à próxima!", "goodbye"),
+    ("Helder, bedankt en tot ziens.", "goodbye"),
+    ("Quanto costa la licenza annuale?", "pricing"),
+    ("Quanto custa por utilizador?", "pricing"),
+    ("Wat zijn jullie prijzen voor tien gebruikers?", "pricing"),
+    ("Mi sembra troppo caro per noi.", "objection"),
+    ("Para nós é muito caro.", "objection"),
+    ("Dat is te duur voor ons.", "objection"),
+])
+def test_greetings_goodbyes_prices_and_objections_in_italian_portuguese_and_dutch(message, intent):
+    assert rules.classify(message)[0] == intent
 
 
 @pytest.mark.parametrize("message, expected", [

@@ -314,6 +314,46 @@ def test_the_reply_follows_the_requested_or_detected_language(api, kit):
     assert "Bonjour" in r.json()["content"]
 
 
+# A greeting, a request for a person, and a message while a person has the conversation, in
+# each language the agent speaks besides the first four.
+VISITORS = {
+    "it": ("Buongiorno!", "Preferirei parlare con una persona del vostro team, grazie.",
+           "Mi potete richiamare oggi pomeriggio?", "C'è ancora qualcuno?"),
+    "pt": ("Olá, bom dia!", "Gostaria de falar com alguém da vossa equipa comercial.",
+           "Podem ligar-me depois do almoço?", "Ainda está aí alguém?"),
+    "nl": ("Goedemiddag!", "Kan ik even met een medewerker van jullie team praten?",
+           "Ik wil graag iemand spreken.", "Is daar nog iemand?"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(VISITORS))
+def test_a_visitor_in_italian_portuguese_or_dutch_is_answered_in_that_language(api, kit, language):
+    greeting, person, call_back, waiting = VISITORS[language]
+    r = chat(api, kit, greeting, visitor="alone").json()
+    assert r["intent"] == "greeting"
+    assert r["content"] == phrase(language, "greeting", tenant="Acme Inc")
+    assert Conversation.objects.get(visitor_id="alone").language == language
+
+    # A word of many languages keeps the conversation's ("ok" reads as Dutch on its own); the
+    # agent asks its first qualifying question.
+    r = chat(api, kit, "ok", session=r["sessionId"], visitor="alone").json()
+    assert r["content"] == phrase(language, "ask_need")
+
+    # Nobody of the team is available: the agent says so, and asks where the answer can go.
+    r = chat(api, kit, person, session=r["sessionId"], visitor="alone").json()
+    assert r["intent"] == "human_request"
+    assert r["content"] == (phrase(language, "handoff_waiting") + " "
+                            + phrase(language, "handoff_ask_email"))
+
+    UserFactory(tenant=kit.tenant, available=True)
+    r = chat(api, kit, call_back, visitor="helped").json()
+    assert r["intent"] == "human_request" and r["content"] == phrase(language, "handoff")
+    conversation = Conversation.objects.get(visitor_id="helped")
+    assert conversation.status == "handed_off" and conversation.language == language
+    r = chat(api, kit, waiting, session=r["sessionId"], visitor="helped").json()
+    assert r["content"] == phrase(language, "handoff_active")
+
+
 @pytest.mark.parametrize("body, field, code", [
     ({"visitorId": "v"}, "message", "required"),
     ({"message": "hi"}, "visitorId", "required"),
