@@ -183,8 +183,10 @@ def select(passages: Sequence[Passage], message: str, said: Said, *,
     standout = (len(ranked) > 1 and best >= STANDOUT_FLOOR
                 and best - ranked[1] >= STANDOUT_MARGIN)
     floor = min(ANSWER_FLOOR, best) if standout else ANSWER_FLOOR
+    # Asked what something costs, a price that shares a word with the question answers it too.
+    priced = [c for c in candidates if figures_wanted and c.score >= 2 and _FIGURE.search(c.text)]
     relevant = [c for c in candidates
-                if _closeness(c) >= floor and _closeness(c) >= best - ANSWER_SPREAD]
+                if (_closeness(c) >= floor and _closeness(c) >= best - ANSWER_SPREAD) or c in priced]
     if not relevant:
         return Answer()
     fresh = sorted((c for c in relevant if not said(c.text)), key=_rank)

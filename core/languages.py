@@ -23,6 +23,7 @@ SPOKEN = ("en", "de", "fr", "es", "it", "pt", "nl")
 # is still Dutch.
 PRIOR_BONUS = 0.35
 MIN_CONFIDENCE = 0.30
+SHORT_CONFIDENCE = 0.50
 _NOISE = re.compile(r"\S+@\S+|https?://\S+|www\.\S+|[\d+()/.:,-]{3,}|\s+")
 
 _lock = threading.Lock()
@@ -102,6 +103,9 @@ def detect_language(text: str, *, prior: str | None = None,
     if not scores:
         return prior
     best = max(scores, key=scores.__getitem__)
-    if scores[best] < MIN_CONFIDENCE:
+    # A word or two and nothing to go on ("Hello", "hola", "olá"): most greetings are words of
+    # several languages, so only a clear reading counts.
+    needed = MIN_CONFIDENCE if prior or len(_words(text).split()) > 2 else SHORT_CONFIDENCE
+    if scores[best] < needed:
         return prior
     return best

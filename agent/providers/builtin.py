@@ -2,7 +2,8 @@
 
 It greets, answers questions with the best knowledge passage, asks qualifying questions one at a
 time, captures contact details, offers meeting slots, recognises requests for a human and says
-goodbye, in English, German, French or Spanish.
+goodbye, in the seven languages of core.languages.SPOKEN (English, German, French, Spanish,
+Italian, Portuguese, Dutch).
 """
 
 from __future__ import annotations

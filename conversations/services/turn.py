@@ -108,6 +108,7 @@ class OpenedTurn:
     # What the agent's earlier replies asked for (``_asked``), when the history read covered
     # every earlier message; None: ``turn_apply`` reads it.
     asked: frozenset[str] | None = None
+    language_told: bool = True  # the turn's language came from the request or the message
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,10 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
     silent = conversation.status == ConversationStatus.HANDED_OFF
-    language = (inp.language or detect_language(inp.message, prior=conversation.language or None)
-                or "en")
+    # The conversation's language holds unless the message says otherwise clearly; a first
+    # message that tells none ("Hello") is answered in English and sets nothing.
+    told = inp.language or detect_language(inp.message, prior=conversation.language or None)
+    language = told or "en"
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
     earlier = _earlier_messages(conversation, message)
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
@@ -149,7 +152,8 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
                       reply_id=uuid.uuid4(), silent=silent,
                       ctx=_context(inp, conversation, earlier, silent=silent, view=view),
                       view=view, chosen_slot=chosen_slot,
-                      asked=(_asked_in(earlier) if len(earlier) == message.sequence else None))
+                      asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
+                      language_told=bool(told))
 
 
 def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
@@ -527,7 +531,7 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None
         interrupted=interrupted, turn=turn or {},
     )
     _summarize(conversation, analysis)
-    if not conversation.language:
+    if opened.language_told:
         conversation.language = opened.ctx.language
     conversation.save(update_fields=["message_count", "last_message_at", "subject", "summary",
                                      "language", "updated_at"])

@@ -101,7 +101,7 @@ def test_a_mention_goes_through_the_chat_without_a_handoff(api, kit):
 def test_rules_only_is_todays_path(api, kit, settings):
     settings.AGENT_UNDERSTANDING = "rules"
     UserFactory(tenant=kit.tenant, available=True)
-    r = chat(api, kit, ASKS_FOR_A_PERSON["it"])
+    r = chat(api, kit, ASKS_FOR_A_PERSON["en"])
     assert r.status_code == 200 and r.json().get("handoff") is None
     reply = Message.objects.get(pk=r.json()["id"].split("_", 1)[1])
     assert "decisions" not in reply.turn
