@@ -13,9 +13,9 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from config.handlers import get_asgi_application  # noqa: E402
-from config.serving import settle_garbage_collector, stop_twisted_parsing_bodies  # noqa: E402
+from config.serving import configure_daphne_requests, settle_garbage_collector  # noqa: E402
 
-stop_twisted_parsing_bodies()
+configure_daphne_requests()
 
 django_asgi_app = get_asgi_application()
 
