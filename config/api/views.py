@@ -35,6 +35,7 @@ from .errors import legacy_exception_handler, v1_exception_handler
 from .idempotency import IdempotencyMixin
 from .limits import RateLimitMixin
 from .permissions import ScopePermission
+from .renderers import SCHEMA_RENDERERS
 
 
 class HttpsRequired(domain.Forbidden):
@@ -195,6 +196,8 @@ class SchemaView(SpectacularJSONAPIView):
     (the title) while it generates, and loads its extensions lazily, so two first requests at
     once answered 500 (an ``AttributeError`` in its extension loading, found by the fuzzer)."""
 
+    # JSON first (the default), escaped so that it is also valid YAML; YAML on request.
+    renderer_classes = SCHEMA_RENDERERS
     _lock = threading.Lock()
     _generated: dict[tuple, tuple[Any, dict]] = {}
 
