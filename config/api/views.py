@@ -208,4 +208,10 @@ class SchemaView(SpectacularJSONAPIView):
                 response = super().get(request, *args, **kwargs)
                 self._generated[key] = (response.data, dict(response.headers))
         data, headers = self._generated[key]
+        # The file name's suffix is the format of this answer, not of the one generated first.
+        disposition = headers.get("Content-Disposition", "")
+        stem, dot, _ = disposition.rpartition(".")
+        if dot and disposition.endswith('"'):
+            headers = {**headers, "Content-Disposition":
+                       f'{stem}.{request.accepted_renderer.format}"'}
         return Response(data, headers=headers)

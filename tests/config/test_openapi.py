@@ -206,6 +206,8 @@ def test_the_schema_is_strict_json_and_strict_yaml(api, db, surface):
         assert r.headers["content-type"].split(";")[0] in ("application/yaml",
                                                            "application/vnd.oai.openapi")
         assert yaml.safe_load(r.content.decode("utf-8")) == schema, request
+        assert r.headers["content-disposition"].endswith('.yaml"')
+    assert api.get(surface).headers["content-disposition"].endswith('.json"')
 
 
 def test_every_character_yaml_forbids_is_escaped_in_the_json():
