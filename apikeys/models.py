@@ -118,6 +118,12 @@ class IdempotencyKey(models.Model):
     # When the request that owns an in-progress record started; a record in progress for longer
     # than IDEMPOTENCY_LOCK_SECONDS belongs to a request that died, and a retry may take it over.
     locked_at = models.DateTimeField(default=timezone.now)
+    # Who runs the in-progress request (``apikeys.liveness``): its PostgreSQL connection, or its
+    # process on SQLite. A retry may take over at once from an owner that is gone ...
+    owner = models.CharField(max_length=255, blank=True, default="")
+    # ... unless the request wrote to the database: set in each transaction that writes, so that
+    # it commits with the writes and only with them (``config.api.idempotency``).
+    written = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

@@ -15,6 +15,7 @@ from core.errors import Conflict, FieldError, Unprocessable
 from core.sql import ModelColumns, fetch_one, quote
 from tenants.models import Tenant
 
+from . import liveness
 from .models import ROTATION_GRACE, ApiKey, IdempotencyKey, IdempotencyState, KeyStatus, Scope
 
 LIVE_PREFIX = "sk_live_"
@@ -166,6 +167,13 @@ class IdempotencyKeyInUse(Conflict):
     )
 
 
+class IdempotencyKeyTakenOver(Conflict):
+    default_message = (
+        "A retry with this Idempotency-Key took over while this request was running; this "
+        "request did nothing. The retry's response is given to the key."
+    )
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """The first response given to an idempotency key, to be given again."""
@@ -184,8 +192,9 @@ def idempotency_claim(
     :func:`idempotency_complete` or :func:`idempotency_release`), or the stored response of the
     first request with this key and fingerprint. Raises :class:`IdempotencyKeyReused` (422) for
     another fingerprint and :class:`IdempotencyKeyInUse` (409) while the first request still runs.
-    Records older than 24 hours count as absent; in-progress records whose request died (older
-    than ``IDEMPOTENCY_LOCK_SECONDS``) are taken over.
+    Records older than 24 hours count as absent. An in-progress record is taken over at once when
+    its request died before it wrote anything (its owner is gone, ``apikeys.liveness``), and in
+    any case once it is older than ``IDEMPOTENCY_LOCK_SECONDS``.
     """
     lock = timezone.timedelta(seconds=settings.IDEMPOTENCY_LOCK_SECONDS)
     for _ in range(3):  # each pass either decides or lost a race that changed the row
@@ -210,6 +219,7 @@ def _idempotency_insert(*, api_key: ApiKey, key: str, fingerprint: str, now
             return IdempotencyKey.objects.create(
                 tenant_id=api_key.tenant_id, livemode=api_key.livemode, api_key=api_key,
                 key=key, fingerprint=fingerprint, created_at=now, locked_at=now,
+                owner=liveness.current_owner(),
             )
     except IntegrityError:
         return None
@@ -230,22 +240,48 @@ def _idempotency_existing(record: IdempotencyKey, *, fingerprint: str, now, lock
                               headers=dict(record.response_headers or {}),
                               body=bytes(record.response_body or b""))
     if record.locked_at > now - lock:
-        raise IdempotencyKeyInUse()
+        # Its request may still run: it does unless it is gone, and one that wrote must not be
+        # run again (the take's condition on ``written`` waits for a write in flight to end).
+        if record.written or not liveness.owner_gone(record.owner):
+            raise IdempotencyKeyInUse()
+        return _idempotency_take(record, fingerprint=fingerprint, created_at=record.created_at,
+                                 now=now, unwritten=True)
     return _idempotency_take(record, fingerprint=fingerprint, created_at=record.created_at,
                              now=now)
 
 
-def _idempotency_take(record: IdempotencyKey, *, fingerprint: str, created_at, now
-                      ) -> IdempotencyKey | None:
-    changed = IdempotencyKey.objects.filter(pk=record.pk, locked_at=record.locked_at).update(
+def _idempotency_take(record: IdempotencyKey, *, fingerprint: str, created_at, now,
+                      unwritten: bool = False) -> IdempotencyKey | None:
+    """Compare-and-swap on ``locked_at``: of two requests taking the record over, one wins, and
+    the request that held it can no longer store, release or mark it. ``unwritten``: only if it
+    has written nothing."""
+    taken = IdempotencyKey.objects.filter(pk=record.pk, locked_at=record.locked_at)
+    if unwritten:
+        taken = taken.filter(written=False)
+    owner = liveness.current_owner()
+    changed = taken.update(
         fingerprint=fingerprint, state=IdempotencyState.IN_PROGRESS, created_at=created_at,
         locked_at=now, response_status=None, response_headers={}, response_body=b"",
+        owner=owner, written=False,
     )
     if not changed:
         return None
     record.fingerprint, record.state = fingerprint, IdempotencyState.IN_PROGRESS
     record.created_at, record.locked_at = created_at, now
+    record.owner, record.written = owner, False
     return record
+
+
+def idempotency_mark_written(*, record: IdempotencyKey) -> None:
+    """Marks that the request holding ``record`` writes to the database; called in each of its
+    transactions that write, before the first write, so that the mark commits with the writes or
+    not at all. A record taken over meanwhile by a retry raises :class:`IdempotencyKeyTakenOver`,
+    which rolls the transaction back: the retry, not this request, does the work."""
+    marked = IdempotencyKey.objects.filter(
+        pk=record.pk, locked_at=record.locked_at, state=IdempotencyState.IN_PROGRESS
+    ).update(written=True)
+    if not marked:
+        raise IdempotencyKeyTakenOver()
 
 
 def idempotency_complete(

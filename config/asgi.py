@@ -14,12 +14,12 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from config.handlers import get_asgi_application  # noqa: E402
 from config.serving import (  # noqa: E402
+    configure_daphne_requests,
     settle_garbage_collector,
-    stop_twisted_parsing_bodies,
     warm_up_the_agent,
 )
 
-stop_twisted_parsing_bodies()
+configure_daphne_requests()
 
 django_asgi_app = get_asgi_application()
 

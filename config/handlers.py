@@ -25,7 +25,9 @@ view is sent until it ends or the client leaves, as Django does.
 
 Whatever its framing, a body is read whole and at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` of it is
 kept: a larger one, with a Content-Length or ``Transfer-Encoding: chunked``, is answered 413 in
-its surface's envelope before any view runs. A chunked body gets the Content-Length it arrived
+its surface's envelope before any view runs, and so is a request that declares a Content-Length
+over the limit, whatever body came with it (daphne hands such a request over at the end of its
+headers, without its body: config/serving.py). A chunked body gets the Content-Length it arrived
 with, since DRF reads no body from a request that states none.
 """
 
@@ -115,7 +117,8 @@ class PooledASGIHandler(ASGIHandler):
         request, error_response = super().create_request(scope, body_file)
         if request is None:
             return request, error_response
-        if getattr(body_file, "overflowed", False):
+        if getattr(body_file, "overflowed", False) or _declared_length(request) > \
+                settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             return None, _too_large(request)
         if "CONTENT_LENGTH" not in request.META and getattr(body_file, "size", 0):
             request.META["CONTENT_LENGTH"] = str(body_file.size)
@@ -191,6 +194,15 @@ def _forget_content(response) -> None:
         response.data = None
     if getattr(response, "renderer_context", None) is not None:
         response.renderer_context = None
+
+
+def _declared_length(request) -> int:
+    """The request's Content-Length; 0 when it states none or none that is a number (as Django
+    reads it)."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def _too_large(request) -> HttpResponse:

@@ -6,11 +6,12 @@ idempotency tests (``settings.ROOT_URLCONF``) and by the live servers of those t
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from pathlib import Path
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.http import StreamingHttpResponse
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
@@ -112,12 +113,23 @@ def _lose_the_connection(flag: str | None, *, quietly: bool) -> None:
             raise
 
 
+def _die(flag: str | None) -> None:
+    """The first time (``flag``, a file, does not exist yet): the process ends there and then, as
+    a killed one does: no answer, no clean-up, an open transaction never committed."""
+    if not flag or Path(flag).exists():
+        return
+    Path(flag).touch()
+    os._exit(70)
+
+
 class KeysProbe(V1APIView):
     """Creates an API key per call: a side effect the tests can count. ``seconds`` makes it slow
     (to overlap duplicates on a live server), ``started`` names a file it creates when it starts
     (so that a test waits for that, not for a guessed time); ``fail`` makes it a 500;
     ``lose_connection_before`` and ``_after`` (PostgreSQL) lose the database connection, once,
-    before the key is created or after (``_lose_the_connection``)."""
+    before the key is created or after (``_lose_the_connection``). ``die_before``,
+    ``die_uncommitted`` and ``die_after`` end the server process, once (``_die``): before the key
+    is created, after it is created but before its transaction commits, after it is committed."""
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
     def post(self, request):
@@ -128,9 +140,13 @@ class KeysProbe(V1APIView):
         if request.data.get("fail"):
             raise RuntimeError("probe failure")
         _lose_the_connection(request.data.get("lose_connection_before"), quietly=False)
+        _die(request.data.get("die_before"))
         caller = request.user
-        key, _ = api_key_create(tenant=caller.tenant, name=request.data.get("name", ""),
-                                scope="read", livemode=caller.livemode)
+        with transaction.atomic():
+            key, _ = api_key_create(tenant=caller.tenant, name=request.data.get("name", ""),
+                                    scope="read", livemode=caller.livemode)
+            _die(request.data.get("die_uncommitted"))
+        _die(request.data.get("die_after"))
         _lose_the_connection(request.data.get("lose_connection_after"), quietly=True)
         return Response({"id": str(key.pk), "name": key.name}, status=201,
                         headers={"Location": f"/api/v1/_probe/keys/{key.pk}"})

@@ -4,6 +4,14 @@ The first request with a key runs and its response is stored (2xx and 4xx other 
 a later request with the same key and the same method, path and JSON body gets that response
 again, marked ``Idempotent-Replayed: true``, without running. The same key with another request
 is 422; while the first request still runs, duplicates get 409.
+
+A request that holds a key marks its record ``written`` in each transaction that writes, before
+its first write (a wrapper around the statements its connection executes), so that a retry can
+tell a first request that died having done nothing, whose key it takes over at once, from one
+whose work may have committed (``apikeys.liveness``; docs/idempotency.md, "When the first
+request dies"). The mark is conditioned on the request still holding the key: once a retry took
+it over, the request's next write is refused (409) and its transaction rolled back, so that the
+work is done once.
 """
 
 from __future__ import annotations
@@ -11,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 from collections import deque
 from collections.abc import Callable
 from functools import partial
 
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.http import HttpResponse
 
 from apikeys import services
@@ -120,12 +129,54 @@ def replay(stored: services.StoredResponse) -> HttpResponse:
     return response
 
 
+# The statements that write (the ORM's, and any hand-written one): an INSERT, UPDATE or DELETE,
+# alone or in a WITH. A read taken for a write only costs a retry the wait for the lock.
+_WRITES = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|REPLACE|MERGE)\b|\s*WITH\b.*\b(?:INSERT|UPDATE|DELETE)\b",
+                     re.IGNORECASE | re.DOTALL)
+
+
+class _WriteMark:
+    """The execute wrapper of a request that may hold a key: before the first write of each of
+    its transactions, it marks the held record ``written`` in that same transaction, which also
+    checks that the request still holds the key."""
+
+    def __init__(self, view: IdempotencyMixin):
+        self.view = view
+        self._marking = False
+
+    def __call__(self, execute, sql, params, many, context):
+        record = self.view.idempotency_record
+        if record is not None and not self._marking and _WRITES.match(sql):
+            self._mark(record, context["connection"])
+        return execute(sql, params, many, context)
+
+    def _mark(self, record: IdempotencyKey, conn) -> None:
+        if conn.in_atomic_block and any(hook[1] == self._marked for hook in conn.run_on_commit):
+            return  # this transaction holds the mark (a rollback drops the hooks made inside it)
+        self._marking = True
+        try:
+            services.idempotency_mark_written(record=record)
+        finally:
+            self._marking = False
+        if conn.in_atomic_block:
+            transaction.on_commit(self._marked)
+
+    def _marked(self) -> None:
+        """The on-commit hook that tells that a transaction holds the mark; nothing to do."""
+
+
 class IdempotencyMixin:
     """For v1 views: claims the key after authentication, rate limiting and permissions (so a
     refused request never occupies a key), stores or releases it in ``finalize_response()``."""
 
     idempotent_methods = ("POST",)
     idempotency_record: IdempotencyKey | None = None
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.method not in self.idempotent_methods or HEADER not in request.headers:
+            return super().dispatch(request, *args, **kwargs)
+        with connection.execute_wrapper(_WriteMark(self)):
+            return super().dispatch(request, *args, **kwargs)
 
     def initial(self, request, *args, **kwargs):
         self.idempotency_record = None

@@ -10,7 +10,10 @@ is kept: a float that is not finite is written as ``null`` where DRF would fail 
 
 from __future__ import annotations
 
+import re
+
 import orjson
+from drf_spectacular import renderers as spectacular
 from rest_framework import renderers
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.settings import api_settings
@@ -59,3 +62,42 @@ class ContentNegotiation(DefaultContentNegotiation):
                 and (not override or override not in request.META.get("QUERY_STRING", ""))):
             return first, first.media_type
         return super().select_renderer(request, renderers, format_suffix)
+
+
+# What a YAML document may not hold raw, which a JSON string may: anything outside YAML's
+# printable set (C0 and C1 controls, DEL, surrogates, U+FFFE and U+FFFF), and U+0085, which YAML
+# 1.1 parsers (PyYAML) read as a line break and fold. (DRF escapes U+2028 and U+2029 already.)
+_NOT_YAML_PRINTABLE = re.compile(
+    "[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escaped(match: re.Match) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+class OpenApiJsonRenderer(spectacular.OpenApiJsonRenderer):
+    """The OpenAPI schema as JSON that is also a valid YAML document, as many OpenAPI tools read
+    a schema (JSON being YAML) with a YAML parser: a character YAML forbids raw (the email
+    pattern's U+FFFF) is written as its JSON escape, which both read back as the character
+    (issue 28). Only a JSON string can hold one, so the escape is always inside a string."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        content = super().render(data, accepted_media_type, renderer_context)
+        text = content.decode("utf-8")
+        if _NOT_YAML_PRINTABLE.search(text) is None:
+            return content
+        return _NOT_YAML_PRINTABLE.sub(_escaped, text).encode("utf-8")
+
+
+class OpenApiJsonRenderer2(OpenApiJsonRenderer):
+    media_type = "application/json"
+
+
+# The schema as YAML (``?format=yaml``, ``Accept: application/yaml`` or
+# ``application/vnd.oai.openapi``): PyYAML's emitter writes a character YAML forbids raw as an
+# escape in a double-quoted scalar.
+OpenApiYamlRenderer = spectacular.OpenApiYamlRenderer
+OpenApiYamlRenderer2 = spectacular.OpenApiYamlRenderer2
+
+SCHEMA_RENDERERS = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer,
+                    OpenApiYamlRenderer2]

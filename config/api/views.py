@@ -35,6 +35,7 @@ from .errors import legacy_exception_handler, v1_exception_handler
 from .idempotency import IdempotencyMixin
 from .limits import RateLimitMixin
 from .permissions import ScopePermission
+from .renderers import SCHEMA_RENDERERS
 
 
 class HttpsRequired(domain.Forbidden):
@@ -195,6 +196,8 @@ class SchemaView(SpectacularJSONAPIView):
     (the title) while it generates, and loads its extensions lazily, so two first requests at
     once answered 500 (an ``AttributeError`` in its extension loading, found by the fuzzer)."""
 
+    # JSON first (the default), escaped so that it is also valid YAML; YAML on request.
+    renderer_classes = SCHEMA_RENDERERS
     _lock = threading.Lock()
     _generated: dict[tuple, tuple[Any, dict]] = {}
 
@@ -205,4 +208,10 @@ class SchemaView(SpectacularJSONAPIView):
                 response = super().get(request, *args, **kwargs)
                 self._generated[key] = (response.data, dict(response.headers))
         data, headers = self._generated[key]
+        # The file name's suffix is the format of this answer, not of the one generated first.
+        disposition = headers.get("Content-Disposition", "")
+        stem, dot, _ = disposition.rpartition(".")
+        if dot and disposition.endswith('"'):
+            headers = {**headers, "Content-Disposition":
+                       f'{stem}.{request.accepted_renderer.format}"'}
         return Response(data, headers=headers)

@@ -1,7 +1,15 @@
 """Idempotency-Key on v1 POSTs: replays without a second side effect, 422 on another body, 409
 while the first request runs, keys per API key, 24-hour expiry, what is stored and what not."""
 
+import os
+import subprocess
+import sys
+import time
+
+import psycopg
 import pytest
+from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from apikeys import services
@@ -238,3 +246,29 @@ def test_the_schema_documents_the_header_on_v1_posts():
 def test_unknown_paths_ignore_the_header(api, kit):
     r = api.post("/api/v1/nope", json={}, headers={**kit.auth("write"), "Idempotency-Key": "x" * 300})
     assert r.status_code == 404
+
+
+def test_an_owner_is_gone_once_what_it_held_has_ended(db):
+    """What ``apikeys.liveness`` looks at: on PostgreSQL the connection that claimed the key, on
+    SQLite the process. A request of this process, on this connection, runs."""
+    from apikeys import liveness
+
+    assert not liveness.owner_gone(liveness.current_owner())
+    if connection.vendor == "postgresql":
+        with psycopg.connect(**connection.get_connection_params()) as other:
+            owner = f"pg:{other.info.backend_pid}"
+            assert not liveness.owner_gone(owner)
+        deadline = time.monotonic() + 10  # the server ends the backend as the client leaves
+        while not liveness.owner_gone(owner) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    else:
+        # A process of this host that has exited, marked as a request of its own would be.
+        child = subprocess.run(
+            [sys.executable, "-c", "import django; django.setup(); from apikeys import liveness; "
+                             "print(liveness.current_owner())"],
+            capture_output=True, text=True, check=True, cwd=settings.BASE_DIR,
+            env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"})
+        owner = child.stdout.strip()
+        assert owner.startswith("os:") and owner != liveness.current_owner()
+    assert liveness.owner_gone(owner)
+    assert not liveness.owner_gone("")  # a record from before owners: the lock decides

@@ -1,7 +1,11 @@
 """The OpenAPI schemas of both surfaces: public, valid, complete. (Every response in the suite
 is also validated against them: see tests/openapi.py.)"""
 
+import json
+import re
+
 import pytest
+import yaml
 from openapi_spec_validator import validate
 
 
@@ -187,3 +191,47 @@ def test_every_operation_may_answer_503_with_retry_after(api, db):
                 unavailable = operation["responses"].get("503")
                 assert unavailable, f"{method.upper()} {route} does not document 503"
                 assert "Retry-After" in unavailable["headers"], f"{method.upper()} {route}"
+
+
+# Characters a YAML document may not hold raw (outside YAML's c-printable; U+0085, a line break
+# to YAML 1.1), which a JSON string may.
+_NOT_YAML = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+@pytest.mark.parametrize("surface", ["/api/v1/schema", "/api/schema"])
+def test_the_schema_is_strict_json_and_strict_yaml(api, db, surface):
+    """A YAML parser (as many OpenAPI tools read a schema, JSON being YAML) refused the served
+    schema: the email pattern held a raw U+FFFF, which YAML forbids (issue 28). The JSON escapes
+    what YAML forbids, and a YAML variant is served; each reads back, strictly, as the same
+    schema."""
+    served = api.get(surface)
+    assert served.status_code == 200
+    assert served.headers["content-type"].startswith("application/vnd.oai.openapi+json")
+    text = served.content.decode("utf-8")
+    raw = _NOT_YAML.search(text)
+    assert raw is None, f"a raw {raw.group()!r} at character {raw.start()}"
+    schema = json.loads(text)
+    assert yaml.safe_load(text) == schema  # JSON is YAML
+    assert json.loads(api.get(surface + "?format=json").content) == schema
+    for request in ({"path": surface + "?format=yaml"},
+                    {"path": surface, "headers": {"Accept": "application/yaml"}},
+                    {"path": surface, "headers": {"Accept": "application/vnd.oai.openapi"}}):
+        r = api.get(request["path"], headers=request.get("headers", {}))
+        assert r.status_code == 200, (request, r.content[:300])
+        assert r.headers["content-type"].split(";")[0] in ("application/yaml",
+                                                           "application/vnd.oai.openapi")
+        assert yaml.safe_load(r.content.decode("utf-8")) == schema, request
+        assert r.headers["content-disposition"].endswith('.yaml"')
+    assert api.get(surface).headers["content-disposition"].endswith('.json"')
+
+
+def test_every_character_yaml_forbids_is_escaped_in_the_json():
+    """Whatever a future pattern or description holds: C0 and C1 controls, DEL, NEL, the
+    noncharacters U+FFFE and U+FFFF, beside text that stays as it is."""
+    from config.api.renderers import OpenApiJsonRenderer
+
+    data = {"pattern": "[\x00-\x1f\x7f\x80-\x9f\x85\ufffe\uffff]", "é": "ü \u2028 \U0001f600 \t"}
+    text = OpenApiJsonRenderer().render(data).decode("utf-8")
+    assert _NOT_YAML.search(text) is None, text
+    assert json.loads(text) == data and yaml.safe_load(text) == data
+    assert "ü" in text and "\U0001f600" in text  # readable text is not escaped
