@@ -14,17 +14,21 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from ..providers import Provider
-from ..types import Contact
+from ..types import Contact, Passage
 
 
 @dataclass(frozen=True)
 class ChatReply:
-    """One turn's reply, as the evaluation reads it."""
+    """One turn's reply, as the evaluation (and a tenant's test set) reads it."""
 
     session: UUID  # the conversation, which the next message continues
     content: str
     turn: dict[str, Any]  # Message.turn: what the turn recorded (``stopped``: the guard's reason)
     actions: list[dict[str, Any]]  # the reply's suggested actions
+    intent: str = ""  # Message.intent
+    handed_off: bool = False  # the turn handed the conversation to a person
+    booked: bool = False  # the turn booked a meeting
+    cited: tuple[Passage, ...] = ()  # the knowledge passages the reply used
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,9 @@ class ChatEnd:
 
 class Chat(Protocol):
     def say(self, *, tenant: Any, visitor: str, message: str, session: UUID | None,
-            provider: Provider) -> ChatReply:
-        """``message`` through one whole turn on this thread's database connection."""
+            provider: Provider, livemode: bool = True) -> ChatReply:
+        """``message`` through one whole turn on this thread's database connection, in the
+        tenant's live data or (``livemode=False``) its test data."""
 
     def end(self, *, session: UUID) -> ChatEnd: ...
 

@@ -22,13 +22,16 @@ class ServiceChat:
     evaluation rolls each case back, agent/eval/runner.py)."""
 
     def say(self, *, tenant: Tenant, visitor: str, message: str, session: UUID | None,
-            provider: Provider) -> ChatReply:
-        opened = turn_open(TurnInput(tenant=tenant, livemode=True, visitor_id=visitor,
+            provider: Provider, livemode: bool = True) -> ChatReply:
+        opened = turn_open(TurnInput(tenant=tenant, livemode=livemode, visitor_id=visitor,
                                      message=message, session_id=session))
         outcome = async_to_sync(run_turn)(opened, provider)
         reply = outcome.message
         return ChatReply(session=outcome.conversation.pk, content=reply.content,
-                         turn=reply.turn or {}, actions=reply.suggested_actions)
+                         turn=reply.turn or {}, actions=reply.suggested_actions,
+                         intent=reply.intent or "", handed_off=outcome.handoff is not None,
+                         booked=bool(outcome.plan and outcome.plan.booked_slot),
+                         cited=tuple(outcome.cited))
 
     def end(self, *, session: UUID) -> ChatEnd:
         conversation = Conversation.objects.select_related("lead").get(pk=session)
