@@ -25,7 +25,7 @@ class AgentTestSet(models.Model):
     run or an edit replaces it, and the old task stops at its next question), ``run_queued_at``
     and ``run_done``, the questions answered so far. ``last_run`` is the last finished run:
     when, with which provider, and each question's answer, decisions, passages and verdict
-    (``agent.services.test_set_run``)."""
+    (``agent.services.agent_test_set_run``)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: the composite index below starts with the tenant.

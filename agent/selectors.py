@@ -11,12 +11,13 @@ from tenants.models import Tenant
 from .models import AgentTestSet
 
 
-def test_set_list(*, tenant: Tenant, livemode: bool) -> QuerySet[AgentTestSet]:
+def agent_test_set_list(*, tenant: Tenant, livemode: bool) -> QuerySet[AgentTestSet]:
     """The tenant's sets in one mode, newest first (at most ``services.MAX_SETS``)."""
     return (AgentTestSet.objects.filter(tenant=tenant, livemode=livemode)
             .order_by("-created_at", "-id"))
 
 
-def test_set_get(*, tenant: Tenant, livemode: bool, test_set_id: uuid.UUID) -> AgentTestSet | None:
+def agent_test_set_get(*, tenant: Tenant, livemode: bool,
+                       test_set_id: uuid.UUID) -> AgentTestSet | None:
     """One set of the tenant in this mode, or None."""
     return AgentTestSet.objects.filter(tenant=tenant, livemode=livemode, pk=test_set_id).first()

@@ -197,7 +197,7 @@ def _refused(field: str, code: str, message: str) -> Unprocessable:
 # --- sets -----------------------------------------------------------------------------------
 
 @transaction.atomic
-def test_set_create(*, tenant: Tenant, livemode: bool, name: str,
+def agent_test_set_create(*, tenant: Tenant, livemode: bool, name: str,
                     questions: list[dict[str, Any]]) -> AgentTestSet:
     """A new set of the tenant in this mode; at most ``MAX_SETS`` per tenant."""
     name, questions = _clean(name, questions)
@@ -211,7 +211,7 @@ def test_set_create(*, tenant: Tenant, livemode: bool, name: str,
 
 
 @transaction.atomic
-def test_set_update(*, test_set: AgentTestSet, name: str,
+def agent_test_set_update(*, test_set: AgentTestSet, name: str,
                     questions: list[dict[str, Any]]) -> AgentTestSet:
     """New name and questions. A run under way stops (its results would answer other
     questions); the last finished run stays, marked as older than the questions."""
@@ -225,13 +225,13 @@ def test_set_update(*, test_set: AgentTestSet, name: str,
 
 
 @transaction.atomic
-def test_set_delete(*, test_set: AgentTestSet) -> None:
+def agent_test_set_delete(*, test_set: AgentTestSet) -> None:
     """Deletes the set; a run under way stops at its next question."""
     AgentTestSet.objects.filter(pk=test_set.pk).delete()
 
 
 @transaction.atomic
-def test_set_run_start(*, test_set: AgentTestSet) -> AgentTestSet:
+def agent_test_set_run_start(*, test_set: AgentTestSet) -> AgentTestSet:
     """Queues a run of the set (after the commit). One run at a time per tenant: a run holds a
     worker for as long as its questions take."""
     current = (AgentTestSet.objects.select_for_update().select_related("tenant")
@@ -261,9 +261,9 @@ def _enqueue(pk: uuid.UUID, token: uuid.UUID) -> None:
                                                                    run_queued_at=None)
 
 
-def test_set_run(*, test_set_id: uuid.UUID | str, token: uuid.UUID | str,
+def agent_test_set_run(*, test_set_id: uuid.UUID | str, token: uuid.UUID | str,
                  seconds: float = RUN_SECONDS) -> AgentTestSet | None:
-    """Runs the set's questions for the run ``token`` (``test_set_run_start``), each in a
+    """Runs the set's questions for the run ``token`` (``agent_test_set_run_start``), each in a
     transaction rolled back, and keeps the results as ``last_run``. None, having kept nothing,
     when the set is gone or this run was replaced (a new run, an edit): it stops at the next
     question. After ``seconds`` the questions left are not asked.

@@ -37,13 +37,13 @@ def _document(kit, title, text, *, livemode=True, url=""):
 
 
 def _set(kit, lines, *, livemode=True, name="Before launch"):
-    return services.test_set_create(tenant=kit.tenant, livemode=livemode, name=name,
+    return services.agent_test_set_create(tenant=kit.tenant, livemode=livemode, name=name,
                                     questions=services.questions_from_text(lines))
 
 
 def _run(test_set, **kwargs):
-    started = services.test_set_run_start(test_set=test_set)
-    return services.test_set_run(test_set_id=started.pk, token=started.run_token, **kwargs)
+    started = services.agent_test_set_run_start(test_set=test_set)
+    return services.agent_test_set_run(test_set_id=started.pk, token=started.run_token, **kwargs)
 
 
 # --- questions ------------------------------------------------------------------------------
@@ -122,15 +122,15 @@ def test_the_limits_of_a_set(kit, stranger):
     many = [{"question": f"Question {n}?", "expect_fact": "", "expect_decision": ""}
             for n in range(101)]
     with pytest.raises(Unprocessable) as refused:
-        services.test_set_create(tenant=kit.tenant, livemode=True, name="Big", questions=many)
+        services.agent_test_set_create(tenant=kit.tenant, livemode=True, name="Big", questions=many)
     assert refused.value.details[0].message == ("A set holds at most 100 questions; this one "
                                                 "has 101.")
     with pytest.raises(Unprocessable) as refused:
-        services.test_set_create(tenant=kit.tenant, livemode=True, name=" ", questions=[])
+        services.agent_test_set_create(tenant=kit.tenant, livemode=True, name=" ", questions=[])
     assert [(d.field, d.code) for d in refused.value.details] == [("name", "required"),
                                                                    ("questions", "required")]
     with pytest.raises(Unprocessable) as refused:
-        services.test_set_create(tenant=kit.tenant, livemode=True, name="A|B",
+        services.agent_test_set_create(tenant=kit.tenant, livemode=True, name="A|B",
                                  questions=[{"question": "a | b", "expect_fact": "",
                                              "expect_decision": ""}])
     assert "cannot hold “|”" in refused.value.details[0].message
@@ -249,29 +249,29 @@ def test_a_run_past_its_time_leaves_the_rest_unasked(kit):
 
 def test_a_replaced_run_keeps_nothing(kit):
     test_set = _set(kit, "Hello")
-    started = services.test_set_run_start(test_set=test_set)
+    started = services.agent_test_set_run_start(test_set=test_set)
     with pytest.raises(Conflict):
-        services.test_set_run_start(test_set=test_set)
+        services.agent_test_set_run_start(test_set=test_set)
     # One set runs at a time in a tenant.
     with pytest.raises(Conflict) as refused:
-        services.test_set_run_start(test_set=_set(kit, "Bye", name="Other"))
+        services.agent_test_set_run_start(test_set=_set(kit, "Bye", name="Other"))
     assert "“Before launch” is running" in refused.value.message
     # Edited meanwhile: the run's token is no longer the set's.
-    edited = services.test_set_update(test_set=started, name="Renamed",
+    edited = services.agent_test_set_update(test_set=started, name="Renamed",
                                       questions=services.questions_from_text("Hi there"))
-    assert services.test_set_run(test_set_id=started.pk, token=started.run_token) is None
+    assert services.agent_test_set_run(test_set_id=started.pk, token=started.run_token) is None
     edited.refresh_from_db()
     assert edited.last_run is None and edited.run_token is None and edited.name == "Renamed"
     # Deleted: nothing to run.
-    again = services.test_set_run_start(test_set=edited)
-    services.test_set_delete(test_set=again)
-    assert services.test_set_run(test_set_id=again.pk, token=again.run_token) is None
+    again = services.agent_test_set_run_start(test_set=edited)
+    services.agent_test_set_delete(test_set=again)
+    assert services.agent_test_set_run(test_set_id=again.pk, token=again.run_token) is None
 
 
 def test_an_edit_marks_the_last_run_as_older_than_the_questions(kit):
     done = _run(_set(kit, "Hello"))
     assert done.last_run_current
-    edited = services.test_set_update(test_set=done, name=done.name,
+    edited = services.agent_test_set_update(test_set=done, name=done.name,
                                       questions=services.questions_from_text("Hello | | greeting"))
     assert edited.last_run and not edited.last_run_current
 
@@ -280,7 +280,7 @@ def test_the_run_is_queued_after_the_commit_and_run_by_the_task(
         kit, eager_celery, django_capture_on_commit_callbacks):
     test_set = _set(kit, "Hello | | greeting")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        started = services.test_set_run_start(test_set=test_set)
+        started = services.agent_test_set_run_start(test_set=test_set)
         assert started.running and started.last_run is None
     assert len(callbacks) == 1
     test_set.refresh_from_db()
@@ -331,11 +331,11 @@ def test_nothing_of_a_run_reaches_leads_analytics_events_webhooks_or_emails(
                          "I want to talk to a human | | person\n"
                          "Can I book a demo? | | meeting\n"
                          "How much is the Growth plan? | $99\n")
-    started = services.test_set_run_start(test_set=test_set)
+    started = services.agent_test_set_run_start(test_set=test_set)
     before = _counts()
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        done = services.test_set_run(test_set_id=started.pk, token=started.run_token)
+        done = services.agent_test_set_run(test_set_id=started.pk, token=started.run_token)
     assert done.last_run["passed"] == 5, done.last_run["results"]
     assert callbacks == []
     assert _counts() == before
