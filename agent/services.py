@@ -12,7 +12,7 @@ Questions come as lines of text (pasted, or a ``.txt`` file) or as a ``.csv`` fi
 
 - a line is ``question | expected fact | expected decision``, the two columns optional. Fact
   alternatives are more columns (``How much is Growth? | $99 | 99 dollars | pricing``): the last
-  column is the decision when it is one of ``DECISIONS`` (or empty), otherwise one more
+  column is the decision when it is one of ``EXPECTED`` (or empty), otherwise one more
   alternative. To expect a fact that is a decision's word, end the line with an empty column.
 - a CSV row is ``question, expected fact, expected decision`` (a first row whose first cell is
   "question" is a header); its fact alternatives are separated by ``|`` within the cell.
@@ -37,7 +37,7 @@ from core.text import has_control
 from core.timestamps import stored_timestamp
 from tenants.models import Tenant
 
-from .eval.batch import DECISIONS, Result, ask, judge
+from .eval.batch import EXPECTED, Result, ask, judge
 from .interface import warm_up
 from .models import RUN_SECONDS, RUN_STALE, AgentTestSet
 
@@ -51,7 +51,7 @@ MAX_NAME_CHARS = 100
 MAX_FILE_BYTES = 128 * 1024  # a .txt or .csv of questions
 FILE_TYPES = (".txt", ".csv")
 # The decision column's words, as people may write them.
-_DECISION_WORDS = {d.replace("_", " "): d for d in DECISIONS} | {d: d for d in DECISIONS}
+_DECISION_WORDS = {d.replace("_", " "): d for d in EXPECTED} | {d: d for d in EXPECTED}
 
 
 # --- questions ------------------------------------------------------------------------------
@@ -157,9 +157,9 @@ def _problems(question: dict[str, Any]) -> list[tuple[str, str]]:
     if len(fact) > MAX_FACT_CHARS:
         problems.append(("too_long", f"the expected fact is longer than {MAX_FACT_CHARS} "
                                      "characters."))
-    if decision and decision not in DECISIONS:
+    if decision and decision not in EXPECTED:
         problems.append(("invalid_enum", f"“{decision}” is no decision: use one of "
-                                         f"{', '.join(DECISIONS)}."))
+                                         f"{', '.join(EXPECTED)}."))
     return problems
 
 

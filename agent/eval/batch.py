@@ -14,11 +14,10 @@ What a question produced is judged against what it should have:
 
 - **the fact**: any of the ``|``-separated alternatives is in the reply (case and runs of
   spaces aside): its text, or a button or link it offers (the booking link is one);
-- **the decision**: among the decisions the turn took. Those are the decisions taken by meaning
-  (``Message.turn["decisions"]``), the intent's (``INTENT_DECISIONS``), and what the turn did:
-  a handoff is ``person``, slots or the booking link offered (or a meeting booked) are
-  ``meeting``, contact details kept are ``contact``. ``none`` expects none of ``person``,
-  ``meeting`` and ``contact``: the agent just answers.
+- **the decision**: among the decisions the turn took, as the evaluation reads them from the
+  turn's record (``decisions.turn_decisions``: what the turn did, its intent, and what it
+  decided by meaning), a meeting booked counting as one offered. ``none`` expects none of the
+  acts (``person``, ``meeting``, ``contact``): the agent just answers.
 """
 
 from __future__ import annotations
@@ -34,22 +33,15 @@ from django.db import transaction
 from core.errors import ServiceError
 
 from ..providers import provider_for
-from .chat import ChatReply, the_chat
-from .runner import offers_booking
+from .cases import CONTACT_FIELDS
+from .chat import the_chat
+from .decisions import ACTS, DECISIONS, turn_decisions
+from .runner import _offers_booking
 
 logger = logging.getLogger("salesagent.agent")
 
-# What a test set may expect (docs/agent.md, "Testing your agent").
-DECISIONS = ("person", "meeting", "pricing", "contact", "objection", "not_interested",
-             "support", "goodbye", "greeting", "product_question", "none")
-# The decisions that change what happens to the visitor: ``none`` expects none of them.
-ACTIONS = frozenset({"person", "meeting", "contact"})
-INTENT_DECISIONS = {
-    "human_request": "person", "demo_request": "meeting", "booking": "meeting",
-    "purchase_intent": "meeting", "contact_info": "contact", "pricing": "pricing",
-    "product_question": "product_question", "support": "support", "objection": "objection",
-    "goodbye": "goodbye", "greeting": "greeting",
-}
+# What a test set's question may expect: a decision, or ``none`` of the acts.
+EXPECTED = (*DECISIONS, "none")
 EXCERPT_CHARS = 300  # of each passage a result keeps
 
 
@@ -97,16 +89,16 @@ def ask(*, tenant: Any, livemode: bool, question: dict[str, str]) -> Result:
 
 
 def _ask(tenant: Any, livemode: bool, result: Result) -> None:
-    chat = the_chat()
-    reply = chat.say(tenant=tenant, livemode=livemode, visitor=f"test-{uuid.uuid4().hex[:16]}",
-                     message=result.question, session=None, provider=provider_for(tenant))
-    end = chat.end(session=reply.session)
-    captured = bool(end.contact.as_dict() or (end.lead and end.lead.as_dict()))
+    reply = the_chat().say(tenant=tenant, livemode=livemode,
+                           visitor=f"test-{uuid.uuid4().hex[:16]}", message=result.question,
+                           session=None, provider=provider_for(tenant))
+    offered = _offers_booking(reply.actions, tenant.booking_url) or reply.booked
+    captured = [k for k in reply.contact.as_dict() if k in CONTACT_FIELDS]
+    taken = turn_decisions(intent=reply.intent, turn=reply.turn, handoff=reply.handoff,
+                           offered_meeting=offered, captured=captured)
     result.answer = reply.content
     result.intent = reply.intent
-    result.decisions = decisions_of(reply, offered=offers_booking(reply.actions,
-                                                                   tenant.booking_url),
-                                    captured=captured)
+    result.decisions = sorted(taken, key=lambda d: (d not in DECISIONS, _rank(d), d))
     result.passages = [{"title": p.title, "excerpt": _excerpt(p.excerpt or p.text),
                         **({"url": p.url} if p.url else {})} for p in reply.cited]
     result.actions = [{"label": str(a.get("label") or ""),
@@ -114,19 +106,8 @@ def _ask(tenant: Any, livemode: bool, result: Result) -> None:
                       for a in reply.actions]
 
 
-def decisions_of(reply: ChatReply, *, offered: bool, captured: bool) -> list[str]:
-    """The decisions the turn took (the module's docstring), in ``DECISIONS``' order."""
-    taken = set(reply.turn.get("decisions") or {})
-    intent = INTENT_DECISIONS.get(reply.intent)
-    if intent and not (intent == "objection" and "not_interested" in taken):
-        taken.add(intent)
-    if reply.handed_off:
-        taken.add("person")
-    if offered or reply.booked:
-        taken.add("meeting")
-    if captured:
-        taken.add("contact")
-    return [d for d in DECISIONS if d in taken]
+def _rank(decision: str) -> int:
+    return DECISIONS.index(decision) if decision in DECISIONS else 0
 
 
 def judge(result: Result) -> Result:
@@ -139,7 +120,7 @@ def judge(result: Result) -> Result:
     if result.expect_decision:
         taken = set(result.decisions)
         result.decision_found = not result.error and (
-            not taken & ACTIONS if result.expect_decision == "none"
+            not taken & set(ACTS) if result.expect_decision == "none"
             else result.expect_decision in taken)
     verdicts = [v for v in (result.fact_found, result.decision_found) if v is not None]
     result.passed = all(verdicts) if verdicts else None

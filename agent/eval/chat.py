@@ -9,7 +9,7 @@ evaluation the other way round: ``conversations`` registers its ``Chat`` here wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -23,12 +23,15 @@ class ChatReply:
 
     session: UUID  # the conversation, which the next message continues
     content: str
-    turn: dict[str, Any]  # Message.turn: what the turn recorded (``stopped``: the guard's reason)
+    # Message.turn: what the turn recorded (``stopped``: the guard's reason; ``decisions``, when
+    # the agent records them: decision -> evidence)
+    turn: dict[str, Any]
     actions: list[dict[str, Any]]  # the reply's suggested actions
-    intent: str = ""  # Message.intent
-    handed_off: bool = False  # the turn handed the conversation to a person
+    intent: str = ""  # Message.intent: what the analysis read in the visitor's message
+    handoff: dict[str, Any] | None = None  # Message.handoff: set when this turn handed off
+    contact: Contact = field(default_factory=Contact)  # the conversation's details after the turn
     booked: bool = False  # the turn booked a meeting
-    cited: tuple[Passage, ...] = ()  # the knowledge passages the reply used
+    cited: tuple[Passage, ...] = ()  # the knowledge passages the reply used (Message.sources)
 
 
 @dataclass(frozen=True)

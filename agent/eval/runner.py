@@ -93,7 +93,7 @@ def _run(case: Case, *, agent: Agent, tenant_name: str) -> CaseResult:
         turns.append(TurnResult(
             message=message, reply=reply.content, seconds=seconds,
             stopped=reply.turn.get("stopped"), actions=reply.actions,
-            offered=offers_booking(reply.actions, tenant.booking_url)))
+            offered=_offers_booking(reply.actions, tenant.booking_url)))
     end = chat.end(session=session)
     return CaseResult(case=case, turns=turns, captured=_captured(end),
                       handed_off=end.handed_off)
@@ -119,7 +119,7 @@ def _tenant(case: Case, *, agent: Agent, name: str):
     return tenant
 
 
-def offers_booking(actions: list[dict[str, Any]], booking_url: str) -> bool:
+def _offers_booking(actions: list[dict[str, Any]], booking_url: str) -> bool:
     # A slot's suggested action carries the slot in its metadata (services/turn.py).
     return any((a.get("type") == "reply" and bool((a.get("metadata") or {}).get("slot")))
                or (booking_url and a.get("type") == "link" and a.get("url") == booking_url)

@@ -26,19 +26,23 @@ class ServiceChat:
         opened = turn_open(TurnInput(tenant=tenant, livemode=livemode, visitor_id=visitor,
                                      message=message, session_id=session))
         outcome = async_to_sync(run_turn)(opened, provider)
-        reply = outcome.message
-        return ChatReply(session=outcome.conversation.pk, content=reply.content,
+        reply, conversation = outcome.message, outcome.conversation
+        return ChatReply(session=conversation.pk, content=reply.content,
                          turn=reply.turn or {}, actions=reply.suggested_actions,
-                         intent=reply.intent or "", handed_off=outcome.handoff is not None,
+                         intent=reply.intent, handoff=reply.handoff,
+                         contact=_contact(conversation.contact),
                          booked=bool(outcome.plan and outcome.plan.booked_slot),
-                         cited=tuple(outcome.cited))
+                         cited=outcome.cited)
 
     def end(self, *, session: UUID) -> ChatEnd:
         conversation = Conversation.objects.select_related("lead").get(pk=session)
-        contact = Contact(**{k: v for k, v in (conversation.contact or {}).items()
-                             if k in Contact.__dataclass_fields__})
+        contact = _contact(conversation.contact)
         lead = conversation.lead
         lead_contact = None if lead is None else Contact(
             email=lead.email, name=lead.name, company=lead.company, title=lead.title,
             phone=lead.phone)
         return ChatEnd(contact=contact, lead=lead_contact, handed_off=conversation.handoff is not None)
+
+
+def _contact(details: dict | None) -> Contact:
+    return Contact(**{k: v for k, v in (details or {}).items() if k in Contact.__dataclass_fields__})

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from agent import selectors as agent_selectors
 from agent import services as agent_services
-from agent.eval.batch import DECISIONS
+from agent.eval.batch import EXPECTED
 from core.errors import ServiceError, Unprocessable
 from core.timestamps import parse_timestamp
 
@@ -63,7 +63,7 @@ def _test_set(request: HttpRequest, test_set_id: str):
 
 
 def _context(**extra) -> dict:
-    return {"section": "agent-tests", "decisions": DECISIONS, "example": EXAMPLE,
+    return {"section": "agent-tests", "decisions": EXPECTED, "example": EXAMPLE,
             "max_questions": agent_services.MAX_QUESTIONS,
             "max_chars": agent_services.MAX_QUESTION_CHARS,
             "max_sets": agent_services.MAX_SETS,
