@@ -66,16 +66,7 @@ def questions_from_text(text: str) -> list[dict[str, str]]:
 
 def questions_from_file(*, name: str, data: bytes) -> list[dict[str, str]]:
     """The questions of an uploaded ``.txt`` (lines, as pasted) or ``.csv`` file."""
-    extension = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if extension not in FILE_TYPES:
-        raise _refused("file", "invalid_format", "Upload a .txt or .csv file.")
-    if len(data) > MAX_FILE_BYTES:
-        raise _refused("file", "too_long",
-                       f"The file is larger than {MAX_FILE_BYTES // 1024} KB.")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise _refused("file", "invalid_format", "The file is not UTF-8 text.") from None
+    extension, text = _file_text(name, data)
     if extension == ".txt":
         return questions_from_text(text)
     rows = [(number, row) for number, row in enumerate(csv.reader(io.StringIO(text)), 1)
@@ -83,6 +74,20 @@ def questions_from_file(*, name: str, data: bytes) -> list[dict[str, str]]:
     if rows and rows[0][1][0].strip().casefold() == "question":
         rows = rows[1:]
     return _parsed([(number, _from_columns(row)) for number, row in rows])
+
+
+def _file_text(name: str, data: bytes) -> tuple[str, str]:
+    """The file's extension and its text, or the reason it is refused."""
+    extension = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if extension not in FILE_TYPES:
+        raise _refused("file", "invalid_format", "Upload a .txt or .csv file.")
+    if len(data) > MAX_FILE_BYTES:
+        raise _refused("file", "too_long",
+                       f"The file is larger than {MAX_FILE_BYTES // 1024} KB.")
+    try:
+        return extension, data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _refused("file", "invalid_format", "The file is not UTF-8 text.") from None
 
 
 def questions_as_text(questions: list[dict[str, str]]) -> str:
@@ -143,6 +148,10 @@ def _problems(question: dict[str, Any]) -> list[tuple[str, str]]:
     decision = question.get("expect_decision", "")
     if not isinstance(text, str) or not isinstance(fact, str) or not isinstance(decision, str):
         return [("invalid_format", "a question, its fact and its decision are text.")]
+    return _question_problems(text) + _expectation_problems(fact, decision)
+
+
+def _question_problems(text: str) -> list[tuple[str, str]]:
     problems = []
     if not text.strip():
         problems.append(("required", "the question is empty."))
@@ -152,7 +161,14 @@ def _problems(question: dict[str, Any]) -> list[tuple[str, str]]:
     if "|" in text:
         problems.append(("invalid_format", "a question cannot hold “|”, which separates the "
                                            "columns."))
-    if has_control(text) or has_control(fact):
+    if has_control(text):
+        problems.append(("invalid_format", "a question and its fact are one line each."))
+    return problems
+
+
+def _expectation_problems(fact: str, decision: str) -> list[tuple[str, str]]:
+    problems = []
+    if has_control(fact):
         problems.append(("invalid_format", "a question and its fact are one line each."))
     if len(fact) > MAX_FACT_CHARS:
         problems.append(("too_long", f"the expected fact is longer than {MAX_FACT_CHARS} "
@@ -164,30 +180,34 @@ def _problems(question: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _clean(name: str, questions: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:
+    """The name and questions as a set keeps them, or every reason they are refused."""
     name = (name or "").strip()
-    problems = []
-    if not name:
-        problems.append(FieldError("name", "required", "Give the set a name."))
-    elif len(name) > MAX_NAME_CHARS or has_control(name):
-        problems.append(FieldError("name", "too_long" if len(name) > MAX_NAME_CHARS
-                                   else "invalid_format",
-                                   f"One line of at most {MAX_NAME_CHARS} characters."))
-    if not questions:
-        problems.append(FieldError("questions", "required", "Add at least one question."))
-    elif len(questions) > MAX_QUESTIONS:
-        problems.append(FieldError("questions", "too_long",
-                                   f"A set holds at most {MAX_QUESTIONS} questions; this one "
-                                   f"has {len(questions)}."))
-    else:
-        problems += [FieldError("questions", code, f"Question {n}: {message}")
-                     for n, question in enumerate(questions, 1)
-                     for code, message in _problems(question)]
+    problems = _name_problems(name) + _questions_problems(questions)
     if problems:
         raise Unprocessable("The test set cannot be saved.", details=problems)
     return name, [{"question": q["question"].strip(),
                    "expect_fact": " | ".join(a.strip() for a in q.get("expect_fact", "").split("|")
                                              if a.strip()),
                    "expect_decision": q.get("expect_decision", "")} for q in questions]
+
+
+def _name_problems(name: str) -> list[FieldError]:
+    if not name:
+        return [FieldError("name", "required", "Give the set a name.")]
+    if len(name) > MAX_NAME_CHARS or has_control(name):
+        return [FieldError("name", "too_long" if len(name) > MAX_NAME_CHARS else "invalid_format",
+                           f"One line of at most {MAX_NAME_CHARS} characters.")]
+    return []
+
+
+def _questions_problems(questions: list[dict[str, Any]]) -> list[FieldError]:
+    if not questions:
+        return [FieldError("questions", "required", "Add at least one question.")]
+    if len(questions) > MAX_QUESTIONS:
+        return [FieldError("questions", "too_long", f"A set holds at most {MAX_QUESTIONS} "
+                                                    f"questions; this one has {len(questions)}.")]
+    return [FieldError("questions", code, f"Question {n}: {message}")
+            for n, question in enumerate(questions, 1) for code, message in _problems(question)]
 
 
 def _refused(field: str, code: str, message: str) -> Unprocessable:

@@ -113,18 +113,26 @@ def _rank(decision: str) -> int:
 def judge(result: Result) -> Result:
     """Sets whether the result has the expected fact and decision, and passed."""
     if result.expect_fact:
-        said = _folded(" ".join([result.answer, *(a.get("url", "") + " " + a["label"]
-                                                  for a in result.actions)]))
-        result.fact_found = not result.error and any(
-            _folded(alternative) in said for alternative in alternatives(result.expect_fact))
+        result.fact_found = not result.error and _has_fact(result)
     if result.expect_decision:
-        taken = set(result.decisions)
-        result.decision_found = not result.error and (
-            not taken & set(ACTS) if result.expect_decision == "none"
-            else result.expect_decision in taken)
+        result.decision_found = not result.error and _took_decision(result)
     verdicts = [v for v in (result.fact_found, result.decision_found) if v is not None]
     result.passed = all(verdicts) if verdicts else None
     return result
+
+
+def _has_fact(result: Result) -> bool:
+    """Any alternative of the fact in the reply: its text, its buttons' labels and links."""
+    said = _folded(" ".join([result.answer, *(a.get("url", "") + " " + a["label"]
+                                              for a in result.actions)]))
+    return any(_folded(alternative) in said for alternative in alternatives(result.expect_fact))
+
+
+def _took_decision(result: Result) -> bool:
+    taken = set(result.decisions)
+    if result.expect_decision == "none":
+        return not taken & set(ACTS)
+    return result.expect_decision in taken
 
 
 def alternatives(expect_fact: str) -> list[str]:

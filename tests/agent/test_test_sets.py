@@ -21,6 +21,7 @@ from leads.models import Lead
 from tenants.services import tenant_set_agent
 from tests.chat_helpers import chat
 from tests.factories import make_available
+from tests.fakes.tcp_proxy import REFUSED
 from tests.fakes.webhook_receiver import WebhookReceiver
 from webhooks.models import Delivery
 from webhooks.services import legacy_webhook_create, subscription_create
@@ -285,6 +286,16 @@ def test_the_run_is_queued_after_the_commit_and_run_by_the_task(
     assert len(callbacks) == 1
     test_set.refresh_from_db()
     assert test_set.last_run["passed"] == 1 and not test_set.running
+
+
+def test_a_broker_that_cannot_be_reached_leaves_the_set_not_running(
+        kit, broken_broker, django_capture_on_commit_callbacks):
+    broken_broker.outage(REFUSED)
+    test_set = _set(kit, "Hello")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.agent_test_set_run_start(test_set=test_set).running
+    test_set.refresh_from_db()
+    assert not test_set.running and test_set.run_token is None  # Run starts it again
 
 
 # --- nothing leaks --------------------------------------------------------------------------
