@@ -23,9 +23,11 @@ class AgentTestSet(models.Model):
     (the two expectations ``""`` when not given; ``expect_fact`` holds alternatives separated by
     ``|``). A run under way has a ``run_token`` (the task that holds the same one runs it; a new
     run or an edit replaces it, and the old task stops at its next question), ``run_queued_at``
-    and ``run_done``, the questions answered so far. ``last_run`` is the last finished run:
-    when, with which provider, and each question's answer, decisions, passages and verdict
-    (``agent.services.agent_test_set_run``)."""
+    and ``run_done``, the questions answered so far. ``last_run`` sums up the last finished
+    run (when, with which provider, how many passed; ``stale`` once the questions changed since)
+    and ``last_results`` holds each question's answer, decisions, passages and verdict
+    (``agent.services.agent_test_set_run``): lists read the summary and ``question_count``
+    without loading the results or the questions."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: the composite index below starts with the tenant.
@@ -34,12 +36,14 @@ class AgentTestSet(models.Model):
     livemode = models.BooleanField()
     name = models.CharField(max_length=100)
     questions = models.JSONField(default=list)
+    question_count = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     run_token = models.UUIDField(null=True, blank=True)
     run_queued_at = models.DateTimeField(null=True, blank=True)
     run_done = models.PositiveSmallIntegerField(default=0)
     last_run = models.JSONField(null=True, blank=True)
+    last_results = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -57,9 +61,5 @@ class AgentTestSet(models.Model):
 
     @property
     def last_run_current(self) -> bool:
-        """Whether the last run asked the questions (and expected what) the set holds now."""
-        if not self.last_run:
-            return False
-        keys = ("question", "expect_fact", "expect_decision")
-        return ([tuple(r[k] for k in keys) for r in self.last_run["results"]]
-                == [tuple(q[k] for k in keys) for q in self.questions])
+        """Whether there is a last run, of the questions (and expectations) the set holds now."""
+        return bool(self.last_run) and not self.last_run.get("stale")

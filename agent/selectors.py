@@ -12,9 +12,10 @@ from .models import AgentTestSet
 
 
 def agent_test_set_list(*, tenant: Tenant, livemode: bool) -> QuerySet[AgentTestSet]:
-    """The tenant's sets in one mode, newest first (at most ``services.MAX_SETS``)."""
+    """The tenant's sets in one mode, newest first (at most ``services.MAX_SETS``), without
+    their questions and results: a list shows their counts and summaries."""
     return (AgentTestSet.objects.filter(tenant=tenant, livemode=livemode)
-            .order_by("-created_at", "-id"))
+            .defer("questions", "last_results").order_by("-created_at", "-id"))
 
 
 def agent_test_set_get(*, tenant: Tenant, livemode: bool,

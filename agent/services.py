@@ -227,7 +227,8 @@ def agent_test_set_create(*, tenant: Tenant, livemode: bool, name: str,
         raise Unprocessable(f"A tenant keeps at most {MAX_SETS} test sets: delete one first.")
     now = timezone.now()
     return AgentTestSet.objects.create(tenant=tenant, livemode=livemode, name=name,
-                                       questions=questions, created_at=now, updated_at=now)
+                                       questions=questions, question_count=len(questions),
+                                       created_at=now, updated_at=now)
 
 
 @transaction.atomic
@@ -237,11 +238,18 @@ def agent_test_set_update(*, test_set: AgentTestSet, name: str,
     questions); the last finished run stays, marked as older than the questions."""
     name, questions = _clean(name, questions)
     current = AgentTestSet.objects.select_for_update().get(pk=test_set.pk)
-    current.name, current.questions = name, questions
+    current.name, current.questions, current.question_count = name, questions, len(questions)
     current.updated_at = timezone.now()
+    if current.last_run:
+        current.last_run = {**current.last_run,
+                            "stale": _asked(current.last_results) != _asked(questions)}
     current.run_token, current.run_queued_at, current.run_done = None, None, 0
     current.save()
     return current
+
+
+def _asked(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(r["question"], r["expect_fact"], r["expect_decision"]) for r in rows]
 
 
 @transaction.atomic
@@ -284,7 +292,8 @@ def _enqueue(pk: uuid.UUID, token: uuid.UUID) -> None:
 def agent_test_set_run(*, test_set_id: uuid.UUID | str, token: uuid.UUID | str,
                  seconds: float = RUN_SECONDS) -> AgentTestSet | None:
     """Runs the set's questions for the run ``token`` (``agent_test_set_run_start``), each in a
-    transaction rolled back, and keeps the results as ``last_run``. None, having kept nothing,
+    transaction rolled back, and keeps the results (``last_run``, ``last_results``). None,
+    having kept nothing,
     when the set is gone or this run was replaced (a new run, an edit): it stops at the next
     question. After ``seconds`` the questions left are not asked.
 
@@ -310,7 +319,8 @@ def agent_test_set_run(*, test_set_id: uuid.UUID | str, token: uuid.UUID | str,
     last_run = _summary(tenant, results, started_at=started_at,
                         seconds=time.monotonic() - started)
     kept = AgentTestSet.objects.filter(pk=found.pk, run_token=token).update(
-        last_run=last_run, run_token=None, run_queued_at=None, run_done=0)
+        last_run=last_run, last_results=[r.as_dict() for r in results], run_token=None,
+        run_queued_at=None, run_done=0)
     if not kept:
         return None
     found.refresh_from_db()
@@ -333,5 +343,4 @@ def _summary(tenant: Tenant, results: list[Result], *, started_at: datetime,
             "seconds": round(seconds, 2), "provider": provider,
             "total": len(results), "checked": len(checked),
             "passed": sum(1 for r in checked if r.passed),
-            "errors": sum(1 for r in results if r.error),
-            "results": [r.as_dict() for r in results]}
+            "errors": sum(1 for r in results if r.error), "stale": False}

@@ -113,7 +113,7 @@ def agent_test_create(request: HttpRequest) -> HttpResponse:
         agent_services.agent_test_set_create, name=name, questions=questions))
     if created is None:
         return _list_page(request, form, status=400)
-    count = len(created.questions)
+    count = created.question_count
     messages.success(request, f"Saved “{created.name}” with {count} question"
                               f"{'' if count == 1 else 's'}. Run it to see the answers.")
     return redirect("dashboard:agent-test", created.pk)

@@ -6,11 +6,14 @@ leads, conversations, analytics, events, webhooks or emails."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
 from agent import services
 from agent.eval.batch import Result, judge
+from agent.models import RUN_STALE, AgentTestSet
 from analytics.models import ChannelDailyStat, LeadDailyStat, LeadJourney, VisitorDay
 from conversations import scheduling
 from conversations.models import Conversation, Meeting, Message, OutboundEmail
@@ -186,7 +189,7 @@ def test_a_run_answers_from_the_documents_and_takes_decisions(kit, manager):
     run = done.last_run
     assert (run["total"], run["checked"], run["passed"], run["errors"]) == (6, 5, 4, 0)
     assert run["provider"] == "builtin" and run["seconds"] > 0 and run["finished_at"]
-    price, person, absent, contact, support, hello = run["results"]
+    price, person, absent, contact, support, hello = done.last_results
 
     assert "$99" in price["answer"] and price["fact_found"] is True and price["passed"] is True
     assert price["intent"] == "pricing" and "pricing" in price["decisions"]
@@ -208,7 +211,7 @@ def test_a_run_answers_from_the_documents_and_takes_decisions(kit, manager):
     assert support["passed"] is False and support["passages"][0]["title"] == "Plans and support"
 
     assert hello["passed"] is None and "greeting" in hello["decisions"] and hello["answer"]
-    assert all(r["seconds"] > 0 and not r["error"] for r in run["results"])
+    assert all(r["seconds"] > 0 and not r["error"] for r in done.last_results)
     # The run is over: the set can run again, and its last run is of its questions.
     assert done.run_token is None and not done.running and done.last_run_current
 
@@ -219,8 +222,8 @@ def test_a_run_is_in_the_sets_mode(kit):
     live = _run(_set(kit, "How much is the Growth plan? | $99"))
     test = _run(_set(kit, "How much is the Growth plan? | $59", livemode=False))
     assert live.last_run["passed"] == 1 and test.last_run["passed"] == 1
-    assert "$59" not in live.last_run["results"][0]["answer"]
-    assert test.last_run["results"][0]["passages"][0]["title"] == "Sandbox plans"
+    assert "$59" not in live.last_results[0]["answer"]
+    assert test.last_results[0]["passages"][0]["title"] == "Sandbox plans"
 
 
 def test_the_tenants_settings_answer(kit, manager):
@@ -229,13 +232,13 @@ def test_the_tenants_settings_answer(kit, manager):
     kit.tenant.refresh_from_db()
     done = _run(_set(kit, "Could we set up a call next week to see the product? | "
                           "https://cal.example/acme | meeting"))
-    assert done.last_run["results"][0]["passed"] is True
+    assert done.last_results[0]["passed"] is True
 
 
 def test_a_provider_that_cannot_answer_fails_each_question(kit):
     tenant_set_agent(tenant=kit.tenant, provider="openai", api_key=None)
     done = _run(_set(kit, "How much is it? | $99\nHello"))
-    first, second = done.last_run["results"]
+    first, second = done.last_results
     assert "not configured" in first["error"] and first["passed"] is False
     assert second["error"] and second["passed"] is None
     assert done.last_run["errors"] == 2 and done.last_run["passed"] == 0
@@ -243,9 +246,9 @@ def test_a_provider_that_cannot_answer_fails_each_question(kit):
 
 def test_a_run_past_its_time_leaves_the_rest_unasked(kit):
     done = _run(_set(kit, "Hello\nHow much is it? | $99"), seconds=-1)
-    assert [r["error"] for r in done.last_run["results"]] == [
+    assert [r["error"] for r in done.last_results] == [
         "Not asked: the run stops after 0 minutes."] * 2
-    assert done.last_run["results"][1]["passed"] is False
+    assert done.last_results[1]["passed"] is False
 
 
 def test_a_replaced_run_keeps_nothing(kit):
@@ -271,10 +274,29 @@ def test_a_replaced_run_keeps_nothing(kit):
 
 def test_an_edit_marks_the_last_run_as_older_than_the_questions(kit):
     done = _run(_set(kit, "Hello"))
-    assert done.last_run_current
-    edited = services.agent_test_set_update(test_set=done, name=done.name,
-                                      questions=services.questions_from_text("Hello | | greeting"))
-    assert edited.last_run and not edited.last_run_current
+    assert done.last_run_current and done.question_count == 1
+    renamed = services.agent_test_set_update(test_set=done, name="Renamed",
+                                             questions=services.questions_from_text("Hello"))
+    assert renamed.last_run_current  # the same questions: the run is theirs
+    edited = services.agent_test_set_update(
+        test_set=renamed, name="Renamed", questions=services.questions_from_text(
+            "Hello | | greeting\nBye"))
+    assert edited.last_run and not edited.last_run_current and edited.question_count == 2
+    assert len(edited.last_results) == 1
+
+
+def test_a_run_lost_long_ago_does_not_hold_the_set(kit):
+    """A worker that died mid-run: after ``RUN_STALE`` the set (and the tenant) may run again."""
+    test_set = _set(kit, "Hello")
+    lost = services.agent_test_set_run_start(test_set=test_set)
+    AgentTestSet.objects.filter(pk=lost.pk).update(
+        run_queued_at=timezone.now() - RUN_STALE - timedelta(seconds=1))
+    lost.refresh_from_db()
+    assert not lost.running
+    again = services.agent_test_set_run_start(test_set=lost)
+    assert again.running and again.run_token != lost.run_token
+    # The lost run's task, should it wake, keeps nothing.
+    assert services.agent_test_set_run(test_set_id=lost.pk, token=lost.run_token) is None
 
 
 def test_the_run_is_queued_after_the_commit_and_run_by_the_task(
@@ -347,7 +369,7 @@ def test_nothing_of_a_run_reaches_leads_analytics_events_webhooks_or_emails(
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         done = services.agent_test_set_run(test_set_id=started.pk, token=started.run_token)
-    assert done.last_run["passed"] == 5, done.last_run["results"]
+    assert done.last_run["passed"] == 5, done.last_results
     assert callbacks == []
     assert _counts() == before
     assert receiver.received == [] and email_queue == []
