@@ -4,6 +4,7 @@ from django.urls import path
 
 from .views import (
     account,
+    agent_tests,
     analytics,
     calendar,
     conversations,
@@ -144,4 +145,13 @@ urlpatterns = [
     path("knowledge/paste/", knowledge.knowledge_paste, name="knowledge-paste"),
     path("knowledge/<uuid:document_id>/delete/", knowledge.knowledge_delete,
          name="knowledge-delete"),
+    path("agent-tests/", agent_tests.agent_tests, name="agent-tests"),
+    path("agent-tests/new/", agent_tests.agent_test_create, name="agent-test-create"),
+    path("agent-tests/<uuid:test_set_id>/", agent_tests.agent_test, name="agent-test"),
+    path("agent-tests/<uuid:test_set_id>/edit/", agent_tests.agent_test_update,
+         name="agent-test-update"),
+    path("agent-tests/<uuid:test_set_id>/run/", agent_tests.agent_test_run,
+         name="agent-test-run"),
+    path("agent-tests/<uuid:test_set_id>/delete/", agent_tests.agent_test_delete,
+         name="agent-test-delete"),
 ]

@@ -14,12 +14,12 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from ..providers import Provider
-from ..types import Contact
+from ..types import Contact, Passage
 
 
 @dataclass(frozen=True)
 class ChatReply:
-    """One turn's reply, as the evaluation reads it."""
+    """One turn's reply, as the evaluation (and a tenant's test set) reads it."""
 
     session: UUID  # the conversation, which the next message continues
     content: str
@@ -30,6 +30,8 @@ class ChatReply:
     intent: str = ""  # Message.intent: what the analysis read in the visitor's message
     handoff: dict[str, Any] | None = None  # Message.handoff: set when this turn handed off
     contact: Contact = field(default_factory=Contact)  # the conversation's details after the turn
+    booked: bool = False  # the turn booked a meeting
+    cited: tuple[Passage, ...] = ()  # the knowledge passages the reply used (Message.sources)
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,9 @@ class ChatEnd:
 
 class Chat(Protocol):
     def say(self, *, tenant: Any, visitor: str, message: str, session: UUID | None,
-            provider: Provider) -> ChatReply:
-        """``message`` through one whole turn on this thread's database connection."""
+            provider: Provider, livemode: bool = True) -> ChatReply:
+        """``message`` through one whole turn on this thread's database connection, in the
+        tenant's live data or (``livemode=False``) its test data."""
 
     def end(self, *, session: UUID) -> ChatEnd: ...
 

@@ -22,15 +22,17 @@ class ServiceChat:
     evaluation rolls each case back, agent/eval/runner.py)."""
 
     def say(self, *, tenant: Tenant, visitor: str, message: str, session: UUID | None,
-            provider: Provider) -> ChatReply:
-        opened = turn_open(TurnInput(tenant=tenant, livemode=True, visitor_id=visitor,
+            provider: Provider, livemode: bool = True) -> ChatReply:
+        opened = turn_open(TurnInput(tenant=tenant, livemode=livemode, visitor_id=visitor,
                                      message=message, session_id=session))
         outcome = async_to_sync(run_turn)(opened, provider)
         reply, conversation = outcome.message, outcome.conversation
         return ChatReply(session=conversation.pk, content=reply.content,
                          turn=reply.turn or {}, actions=reply.suggested_actions,
                          intent=reply.intent, handoff=reply.handoff,
-                         contact=_contact(conversation.contact))
+                         contact=_contact(conversation.contact),
+                         booked=bool(outcome.plan and outcome.plan.booked_slot),
+                         cited=outcome.cited)
 
     def end(self, *, session: UUID) -> ChatEnd:
         conversation = Conversation.objects.select_related("lead").get(pk=session)

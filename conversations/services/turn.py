@@ -117,6 +117,7 @@ class TurnOutcome:
     conversation: Conversation
     handoff: dict[str, str] | None
     plan: ReplyPlan | None = None
+    cited: tuple[Passage, ...] = ()  # the passages the reply used (``Message.sources``)
 
 
 class SessionNotFound(NotFound):
@@ -546,7 +547,8 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None
     if analysis.ends_conversation and conversation.status == ConversationStatus.ACTIVE:
         conversation_end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left",
                          now=now)
-    return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan)
+    return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan,
+                       cited=tuple(cited))
 
 
 def _source(passage: Passage) -> dict[str, str]:

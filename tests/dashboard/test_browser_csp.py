@@ -158,7 +158,8 @@ def test_every_dashboard_page_runs_without_a_violation(stack, watched):
                         ("/dashboard/conversations/", "Conversations"),
                         ("/dashboard/webhooks/", "Webhooks"), ("/dashboard/settings/", "Settings"),
                         ("/dashboard/calendar/", "calendar"), ("/dashboard/analytics/", "Analytics"),
-                        ("/dashboard/profile/", "profile"), ("/dashboard/team/", "Team")]:
+                        ("/dashboard/profile/", "profile"), ("/dashboard/team/", "Team"),
+                        ("/dashboard/agent-tests/", "Agent tests")]:
         visit(path, title)
     # The lead's page styles its bars (style attributes) and its history from the style sheet.
     visit(f"/dashboard/leads/{stack['lead']}/")

@@ -16,6 +16,7 @@ from django.db.models import Model
 from django.http import Http404
 
 import dashboard
+from agent.services import agent_test_set_create
 from apikeys.services import api_key_create
 from conversations.models import Conversation
 from dashboard.auth import Actor
@@ -101,13 +102,18 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
     document_create(tenant=kit.tenant, livemode=True, title="Marker playbook", type="text",
                     data=b"Our pricing starts at 10 euros.")
     api_key_create(tenant=kit.tenant, name="Marker key", scope="read", livemode=True)
+    test_set = agent_test_set_create(tenant=kit.tenant, livemode=True, name="Marker tests",
+                               questions=[{"question": "Marker question?", "expect_fact": "",
+                                           "expect_decision": ""}])
     tenant_set_allowed_origins(tenant=kit.tenant, origins=["https://marker.example"])
     agent_phrasing_add(tenant=kit.tenant, decision="person", text="marker night shift phrasing")
     delivery = Delivery.objects.get(tenant=kit.tenant, subscription__isnull=False)
     return {
-        "ids": {"lead": lead.pk, "conversation": conversation.pk, "delivery": delivery.pk},
+        "ids": {"lead": lead.pk, "conversation": conversation.pk, "delivery": delivery.pk,
+                "test_set": test_set.pk},
         "rows": ["marker@live.example", "Zed Marker", str(lead.pk), str(conversation.pk),
-                 "Marker playbook", "marker-subscription", "marker-legacy", str(delivery.pk)],
+                 "Marker playbook", "marker-subscription", "marker-legacy", str(delivery.pk),
+                 "Marker tests", str(test_set.pk)],
         # The tenant's own, whichever mode is shown: only strangers must not see these.
         "tenant": ["Marker key", "https://marker.example", kit.tenant.public_id, manager.email,
                    "marker night shift phrasing"],
@@ -117,12 +123,12 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
 LISTS = ["/dashboard/", "/dashboard/leads/", "/dashboard/leads/?q=marker",
          "/dashboard/leads/?source=form", "/dashboard/conversations/?view=all",
          "/dashboard/conversations/?view=handed_off", "/dashboard/webhooks/",
-         "/dashboard/knowledge/", "/dashboard/analytics/"]
+         "/dashboard/knowledge/", "/dashboard/analytics/", "/dashboard/agent-tests/"]
 TENANT_PAGES = ["/dashboard/keys/", "/dashboard/settings/", "/dashboard/settings/widget/preview/",
                 "/dashboard/team/"]
 ROWS = ["/dashboard/leads/{lead}/", "/dashboard/conversations/{conversation}/",
         "/dashboard/conversations/{conversation}/events/",
-        "/dashboard/webhooks/deliveries/{delivery}/"]
+        "/dashboard/webhooks/deliveries/{delivery}/", "/dashboard/agent-tests/{test_set}/"]
 
 
 @pytest.fixture
