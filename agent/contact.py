@@ -105,6 +105,10 @@ class _Text:
         return self.text[self.toks[first].start:self.toks[last].end]
 
 
+def _longest_first(items) -> str:
+    return "|".join(re.escape(item) for item in sorted(items, key=len, reverse=True))
+
+
 def _phrases(items) -> re.Pattern[str]:
     ordered = sorted(items, key=len, reverse=True)
     return re.compile(r"(?<![\w'’])(?:" + "|".join(re.escape(item) for item in ordered)
@@ -448,10 +452,6 @@ def _employers(text: _Text) -> str | None:
 
 # --- signatures --------------------------------------------------------------------------------------
 
-def _longest_first(items) -> str:
-    return "|".join(re.escape(item) for item in sorted(items, key=len, reverse=True))
-
-
 _SIGN_OFF = re.compile(r"^\W*(?:" + _longest_first(words.SIGN_OFFS) + r")\W*$", re.IGNORECASE)
 _LABEL = re.compile(r"^(?:" + _longest_first(words.PHONE_LABELS) + r")\s*[:.]?\s*", re.IGNORECASE)
 
@@ -525,10 +525,12 @@ def _signature_part(part: str, found: _Found) -> None:
         if _any_role(text) and len(text.toks) <= 6:
             found.title = part
             return
-    if not found.company and text.toks and text.toks[0].capitalised:
-        company = _company_at(text, 0)
-        if company and (company == part.rstrip(" .") or company == part):
-            found.company = part.strip()
+    # Any other line that starts with a capital is the company's: its whole name, articles and
+    # legal forms included ("De Graaf Bouw", "Acme GmbH & Co. KG").
+    if not found.company and text.toks and text.toks[0].capitalised \
+            and text.toks[0].low not in words.NOT_COMPANIES and not _any_role(text) \
+            and sum(c.isdigit() for c in part) < 3:
+        found.company = part.strip()[:200]
 
 
 def _any_role(text: _Text) -> bool:
@@ -545,7 +547,7 @@ def _name_beside_email(message: str, email: str) -> str | None:
         return None
     line_start = message.rfind("\n", 0, at) + 1
     before = message[line_start:at].rstrip(" ,;:-–—(<|")
-    segment = re.split(r"[:;.!?]\s|[:;]|,\s*", before)[-1].strip()
+    segment = re.split(r"[:;.!?]\s|[:;]|,\s*|\s[–—-]\s", before)[-1].strip()
     if not segment:
         return None
     text = _Text(segment)
@@ -568,12 +570,11 @@ def _plain(value: str) -> str:
 # --- addresses --------------------------------------------------------------------------------------
 
 _OTHER = re.compile(
-    r"(?<!\w)(?:(?:" + "|".join(sorted(words.MY, key=len, reverse=True)) + r")\s+(?:\w+\s+)?(?:"
-    + "|".join(re.escape(w) for w in sorted(words.OTHER_PEOPLE, key=len, reverse=True))
-    + r")(?:['’]s)?|(?:" + "|".join(sorted(words.THEIR, key=len, reverse=True))
+    r"(?<!\w)(?i:(?:" + _longest_first(words.MY) + r")\s+(?:\w+\s+)?(?:"
+    + _longest_first(words.OTHER_PEOPLE) + r")(?:['’]s)?|(?:" + _longest_first(words.THEIR)
     + r")\s+(?:e-?mail|mail|address|adresse|e-?mail-adresse|correo|dirección|indirizzo|"
-      r"endereço|mailadres|adres)|[A-Z][^\W\d_]+['’]s\s+(?:e-?mail|address|mail)|(?:"
-    + "|".join(re.escape(w) for w in words.COPY) + r"))(?!\w)")
+      r"endereço|mailadres|adres)|" + _longest_first(words.COPY)
+    + r")(?!\w)|[A-Z][^\W\d_]+['’]s\s+(?i:e-?mail|address|mail)(?!\w)")
 _SELF = re.compile(
     r"(?<!\w)(?:me|my|mine|mich|mir|mein|meine|moi|mon|ma|m['’]|mi|mis|mío|la mia|il mio|"
     r"scrivimi|meu|minha|o meu|a minha|mij|mijn|i|ich|je|yo|io|eu|ik)(?!\w)", re.IGNORECASE)

@@ -176,7 +176,8 @@ NOT_COMPANIES = _words("""
 i we the a an my our monday tuesday wednesday thursday friday saturday sunday hello hi thanks
 montag dienstag mittwoch donnerstag freitag samstag sonntag lundi mardi mercredi jeudi
 vendredi samedi dimanche lunes martes miércoles jueves viernes sábado domingo lunedì martedì
-mercoledì giovedì venerdì sabato domenica segunda terça quarta quinta sexta maandag dinsdag
+mercoledì giovedì venerdì sabato domenica segunda-feira terça-feira quarta-feira
+quinta-feira sexta-feira sábado maandag dinsdag
 woensdag donderdag vrijdag zaterdag zondag
 january february march april may june july august september october november december
 januar februar märz juni juli oktober dezember janvier février mars avril mai juin juillet

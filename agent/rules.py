@@ -79,14 +79,15 @@ HUMAN_REQUEST = re.compile(
     re.IGNORECASE)
 # A problem with the product the visitor already uses: support's, not sales'.
 SUPPORT_PROBLEM = _words(
-    r"bug", r"error", r"broken", r"not working", r"doesn't work", r"does not work", r"isn't working",
+    # "my error", "erreur de frappe", "mein Fehler": a typo owned up to, no problem with the product
+    r"bug", r"(?<!\bmy )error", r"broken", r"not working", r"doesn't work", r"does not work", r"isn't working",
     r"stopped working", r"won't (?:load|open|start)", r"doesn't (?:open|load)", r"can't log ?in", r"cannot log ?in",
     r"can't sign in", r"issue with my", r"problem with my", r"refund", r"cancel my", r"support ticket", r"outage",
     r"charged (?:me )?twice",
-    r"fehler\w*", r"funktioniert (?:nicht|nicht mehr)", r"geht nicht mehr", r"kaputt", r"absturz", r"stürzt ab",
+    r"(?<!\bmein )fehler\w*", r"funktioniert (?:nicht|nicht mehr)", r"geht nicht mehr", r"kaputt", r"absturz", r"stürzt ab",
     r"kann mich nicht (?:anmelden|einloggen)",
-    r"erreur", r"ne fonctionne (?:pas|plus)", r"ne marche (?:pas|plus)", r"en panne", r"impossible de me connecter",
-    r"no funciona", r"no puedo (?:entrar|iniciar sesión|acceder)", r"fallo", r"reembolso",
+    r"erreur(?! de (?:frappe|ma part|saisie))", r"ne fonctionne (?:pas|plus)", r"ne marche (?:pas|plus)", r"en panne", r"impossible de me connecter",
+    r"no funciona", r"no puedo (?:entrar|iniciar sesión|acceder)", r"(?<!\bmi )fallo", r"reembolso",
 )
 
 
