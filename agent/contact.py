@@ -246,7 +246,7 @@ def _after_introduction(text: _Text, index: int, lower: bool) -> tuple[str | Non
 def _company_at(text: _Text, index: int, *, lower_ok: bool = False) -> str | None:
     """The company whose name starts at token ``index`` (after an article or "the company")."""
     tok = text.tok(index)
-    while tok is not None and (tok.low in words.ARTICLES or tok.low in words.COMPANY_NOUNS) \
+    while tok is not None and (tok.low in words.DEFINITE_ARTICLES or tok.low in words.COMPANY_NOUNS) \
             and (nxt := text.tok(index + 1)) is not None and not nxt.sign:
         index += 1
         tok = nxt
@@ -397,6 +397,10 @@ def _introductions(text: _Text) -> _Found:
         if tok is not None and tok.low in words.NAME_COMPANY_PREPOSITIONS - {"of", "de", "di",
                                                                               "da", "do", "en"}:
             found.take(company=_company_at(text, index + 1))  # "I'm at Acme", "ich bin bei Acme"
+    for index, tok in enumerate(text.toks):
+        if tok.low in words.HERE and not found.name:
+            name, company = _name_here(text, index)
+            found.take(name=name, company=company)
     for match in _WORK_AS.finditer(text.text):
         index = text.after(match.end())
         if index < len(text.toks) and _someone_elses_title(text, index):
@@ -408,6 +412,31 @@ def _introductions(text: _Text) -> _Found:
         if title:
             found.take(title=title, company=_company_after_title(text, end))
     return found
+
+
+def _name_here(text: _Text, here: int) -> tuple[str | None, str | None]:
+    """"Jordan here from Acme", "Moin, Jens Petersen hier von der Petersen Werft": a name that
+    fills its clause (a greeting word aside) right before "here", and the employer after it."""
+    start = here
+    while start > 0 and here - start < 5:
+        before = text.toks[start - 1]
+        if before.sign or before.ends_sentence:
+            break
+        start -= 1
+    else:
+        if start > 0:
+            return None, None  # a longer clause: "all of us here"
+    for first in (start, start + 1):  # "Hi Jordan here": a greeting word first
+        name, end = _name_at(text, first, strict=True)
+        if name and end == here:
+            following = here + 2 if (comma := text.tok(here + 1)) and comma.text == "," else here + 1
+            after = text.tok(following)
+            if after is not None and after.low in words.NAME_COMPANY_PREPOSITIONS:
+                return name, _company_at(text, following + 1)
+            after = text.tok(here + 1)
+            if after is None or after.sign or text.toks[here].ends_sentence:
+                return name, None  # "Jordan here." but not "Click here for the price"
+    return None, None
 
 
 def _closes_introduction(text: _Text, index: int) -> bool:
@@ -480,10 +509,13 @@ def _signature(message: str) -> _Found:
     found = _Found()
     if not block or len(block) > 8:
         return found
-    name = _name_line(block[0], sole=len(block) == 1)
+    first, *rest = _SIGNATURE_PARTS.split(block[0])  # "Ana Ruiz | CTO | Acme"
+    name = _name_line(first, sole=len(block) == 1)
     if name is None:
         return found
     found.name = name
+    for part in rest:
+        _signature_part(part.strip(), found)
     for line in block[1:]:
         if _contact_line(line):
             continue

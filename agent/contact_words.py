@@ -43,6 +43,14 @@ ARTICLES = frozenset({
     "the", "a", "an", "der", "die", "das", "ein", "eine", "le", "la", "l'", "l’", "un", "une",
     "el", "una", "uno", "il", "lo", "o", "um", "uma", "de", "het", "een",
 })
+# The definite ones, which may stand before a company's name ("bei der Acme AG", "bij de
+# Rabobank"); after an indefinite one comes no name ("une PME", "a small bakery").
+DEFINITE_ARTICLES = frozenset({
+    "the", "der", "die", "das", "dem", "den", "le", "la", "l'", "l’", "les", "el", "il", "lo",
+    "de", "het",
+})
+# Words after a name that make it an introduction: "Jordan here", "Jens hier von Acme".
+HERE = frozenset({"here", "hier", "ici", "aquí", "aqui", "qui"})
 # Courtesy words before a name, dropped from it ("Herr Maier").
 COURTESY = frozenset({
     "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "miss", "herr", "frau", "m.", "mme", "mme.",
@@ -91,6 +99,8 @@ sales support info contact team marketing admin office hello
 kunden neukunden bestandskunden nutzer anwender händler hersteller anbieter dienstleister
 interessenten mitglieder kollegen partner startup agentur firma unternehmen verein
 customers clients users partners members resellers
+look click see check come stay sign read start go tap scroll schau klick guck regarde
+cliquez voir mira haz pulsa guarda clicca olha clique veja kijk klik
 deutscher deutsche österreicher österreicherin schweizer schweizerin
 intéressé intéressée curieux curieuse nouveau nouvelle client cliente content contente ravi
 ravie désolé désolée sûr sûre pas en à au dans sur très aussi déjà encore un une le la les
@@ -302,6 +312,7 @@ WORK_AS = ("i work as", "working as", "as", "ich arbeite als", "arbeite als", "a
 
 # A line of its own that closes a message: what follows is a signature.
 SIGN_OFFS = frozenset(phrase.strip() for phrase in " | ".join((
+    "-- | --- | — | __",
     "best | best regards | kind regards | warm regards | warmest regards | regards | cheers",
     "many thanks | thanks | thank you | thanks again | thanks in advance | sincerely",
     "yours sincerely | yours truly | all the best | best wishes | talk soon | speak soon",

@@ -36,6 +36,7 @@ def contact(message: str) -> dict[str, str]:
     ("my name's rosa, I work for Quillstone Partners", {"name": "rosa", "company": "Quillstone Partners"}),
     ("I am the head of procurement at Calder & Finch Ltd.",
      {"title": "head of procurement", "company": "Calder & Finch Ltd."}),
+    ("Hi, Jordan here from Vantage Point Media", {"name": "Jordan", "company": "Vantage Point Media"}),
     ("This is Gareth Llewellyn-Jones of Pinewood Analytics",
      {"name": "Gareth Llewellyn-Jones", "company": "Pinewood Analytics"}),
     # de
@@ -43,6 +44,8 @@ def contact(message: str) -> dict[str, str]:
      {"name": "Henrike Albers", "company": "Nordlicht Versicherung"}),
     ("Ich bin Einkaufsleiterin bei der Moosbach Maschinenbau GmbH.",
      {"title": "Einkaufsleiterin", "company": "Moosbach Maschinenbau GmbH"}),
+    ("Moin, Jens Petersen hier von der Petersen Werft",
+     {"name": "Jens Petersen", "company": "Petersen Werft"}),
     ("hallo, ich heiße jonas, ich arbeite bei der Elbtal Brauerei",
      {"name": "jonas", "company": "Elbtal Brauerei"}),
     # fr
@@ -96,6 +99,7 @@ LOOKALIKES = [
      "name", "Laura Stein"),
     ("our CEO wants to see how the routing works", "I'm the chief revenue officer at Quayle Labs",
      "title", "chief revenue officer"),
+    ("Click here to see the plans", "Olu here, olu@harbourline.io", "name", "Olu"),
     ("Can we meet at Starbucks next week?",
      "Thanks!\n\nRuth Ames\nFinance Director\nKestrel Mills Cooperative\nruth@kestrelmills.coop",
      "company", "Kestrel Mills Cooperative"),
@@ -140,6 +144,12 @@ def test_words_that_only_look_like_details_are_not_taken(looks_like, is_one, fie
     assert contact(is_one)[field] == value
 
 
+def test_after_an_indefinite_article_comes_no_company():
+    assert contact("Je suis directrice commerciale d'une PME") == {"title": "directrice commerciale"}
+    assert contact("Je suis directrice commerciale de la Fromagerie Brochet")["company"] == \
+        "Fromagerie Brochet"
+
+
 def test_an_owner_of_a_shop_is_no_name():
     assert "name" not in contact("sou dono de uma loja de roupas")
     assert contact("sou o Caetano, dono da Loja Vitral")["name"] == "Caetano"
@@ -178,6 +188,9 @@ def test_an_owner_of_a_shop_is_no_name():
      "Lopes & Irmãos, S.A.\ncatarina.lopes@lopesirmaos.pt\n+351 223 456 789",
      {"name": "Catarina Lopes", "title": "Diretora de Operações", "company": "Lopes & Irmãos, S.A.",
       "phone": "+351223456789", "email": "catarina.lopes@lopesirmaos.pt"}),
+    ("¡Gracias!\n\n--\nSofía Reyes | Directora de Marketing | Grupo Azahar\nsofia@azahar.mx",
+     {"name": "Sofía Reyes", "title": "Directora de Marketing", "company": "Grupo Azahar",
+      "email": "sofia@azahar.mx"}),
     ("Graag hoor ik van jullie.\n\nMet vriendelijke groeten,\nPieter de Graaf\nInkoper\n"
      "De Graaf Bouwmaterialen\n06 12 90 44 71\npieter@degraafbouw.nl",
      {"name": "Pieter de Graaf", "title": "Inkoper", "company": "De Graaf Bouwmaterialen",
