@@ -345,11 +345,14 @@ def _title_at(text: _Text, index: int) -> tuple[str | None, int]:
     return text.span(first, last), last + 1
 
 
+_POSSESSIVE_BEFORE = re.compile(r"(?:^|\s)(?:" + _longest_first(words.MY | words.THEIR)
+                                + r")\s+(?:\w+\s+)?$")
+
+
 def _someone_elses_title(text: _Text, index: int) -> bool:
     """"my manager", "unser Geschäftsführer": a title of another person."""
     before = text.text[max(0, text.toks[index].start - 25):text.toks[index].start].casefold()
-    return bool(re.search(r"(?:^|\s)(?:" + "|".join(words.MY | words.THEIR) + r")\s+(?:\w+\s+)?$",
-                          before))
+    return bool(_POSSESSIVE_BEFORE.search(before))
 
 
 # --- introductions ---------------------------------------------------------------------------------
@@ -446,12 +449,13 @@ def _closes_introduction(text: _Text, index: int) -> bool:
             or tok.low in ("from", "at", "with", "of", "here", "speaking"))
 
 
+_FIRST_PERSON = re.compile(r"(?<!\w)(?:i|i'm|ich|je|j'|yo|io|eu|ik|me|mi|sono|sou|soy|bin|ben)(?!\w)")
+
+
 def _first_person_before(text: _Text, position: int) -> bool:
     """Whether the clause before ``position`` is the visitor's ("I work here as ...")."""
     before = text.text[max(0, position - 40):position].casefold()
-    clause = re.split(r"[.!?;\n]", before)[-1]
-    return bool(re.search(r"(?<!\w)(?:i|i'm|ich|je|j'|yo|io|eu|ik|me|mi|sono|sou|soy|bin|ben)"
-                          r"(?!\w)", clause))
+    return bool(_FIRST_PERSON.search(re.split(r"[.!?;\n]", before)[-1]))
 
 
 def _lower_case_introduction(text: _Text, index: int) -> tuple[str | None, int]:
@@ -640,9 +644,10 @@ def not_the_visitors(message: str) -> frozenset[str]:
 
 # --- the message's details -------------------------------------------------------------------------
 
-def extract_contact(message: str) -> Contact:
-    """The visitor's own contact details in ``message``."""
-    others = not_the_visitors(message)
+def extract_contact(message: str, *, others: frozenset[str] | None = None) -> Contact:
+    """The visitor's own contact details in ``message``; ``others``: its
+    ``not_the_visitors``, when the caller has them."""
+    others = not_the_visitors(message) if others is None else others
     emails = [m.group(1).lower() for m in EMAIL.finditer(message)]
     email = next((e for e in emails if e not in others), None)
     text = _Text(message)

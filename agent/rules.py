@@ -177,11 +177,13 @@ def said_by_visitor(contact: Contact, text: str) -> Contact:
     return Contact(**{f: written(f, getattr(contact, f)) for f in contact.__dataclass_fields__})
 
 
-def classify(text: str) -> tuple[str, float]:
-    contact = extract_contact(text)
+def classify(text: str, contact: Contact | None = None) -> tuple[str, float]:
+    """The message's intent and the rules' confidence in it; ``contact``: the message's contact
+    details when the caller read them already."""
     for intent, pattern, confidence in INTENT_RULES:
         if pattern.search(text):
             return intent, confidence
+    contact = contact if contact is not None else extract_contact(text)
     if contact.email or contact.phone:
         return "contact_info", 0.9
     if contact.name or contact.company:
@@ -201,10 +203,10 @@ def detect_signals(text: str, intent: str, contact: Contact) -> frozenset[str]:
 
 
 def read(text: str) -> Reading:
-    intent, confidence = classify(text)
-    contact = extract_contact(text)
+    others = not_the_visitors(text)
+    contact = extract_contact(text, others=others)
+    intent, confidence = classify(text, contact)
     slot = SLOT_TOKEN.search(text)
     return Reading(intent=intent, confidence=confidence, contact=contact,
                    signals=detect_signals(text, intent, contact),
-                   slot_token=slot.group(1) if slot else None,
-                   not_the_visitors=not_the_visitors(text))
+                   slot_token=slot.group(1) if slot else None, not_the_visitors=others)
