@@ -1,5 +1,5 @@
-"""Deterministic reading of visitor messages: contact details, intent, buying signals (the
-language is ``core.languages.detect_language``).
+"""Deterministic reading of visitor messages: intent, buying signals, and the contact details
+that ``agent.contact`` reads (the language is ``core.languages.detect_language``).
 
 The builtin provider answers from these alone; the OpenAI provider's analysis is merged with
 them, so that a detail the model misses (an email address in passing) is still caught.
@@ -10,69 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.languages import detect_language
-
+from .contact import EMAIL, PHONE, extract_contact, not_the_visitors
 from .types import Contact
 
-EMAIL = re.compile(r"(?<![\w.+-])([A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24})\b")
-PHONE = re.compile(r"(?<![\w+])(\+|00)?(\d[\d\s().-]{6,18}\d)(?!\w)")
+__all__ = ["EMAIL", "PHONE", "Reading", "classify", "detect_signals", "extract_contact", "read",
+           "said_by_visitor"]
+
 SLOT_TOKEN = re.compile(r"\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z)\b")
 
-# A word of a name, in any alphabet: "Dana", "Krüger", "O'Brien", "Lucía".
-_NAME_WORD = r"[^\W\d_](?:[^\W\d_]|['\-]){1,30}"
-NAME = re.compile(
-    rf"(?:\bmy name is|\bname's|\bi am|\bi'm|\bthis is|\bje m'appelle|\bich bin|\bich heiße|"
-    rf"\bmein name ist|\bhier ist|\bme llamo|\bmi nombre es|\bsoy)\s+"
-    rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})",
-    re.IGNORECASE,
-)
-# A self-introduction typed in lower case: "this is jake from acme robotics".
-INTRODUCTION = re.compile(
-    rf"\b(?:this is|i'm|i am|my name is|it's)\s+({_NAME_WORD})\s+(?:from|at|with)\s+"
-    r"([^\W\d_][\w&'\-]*(?:\s+(?!and\b|but\b|here\b|we\b|i\b)[^\W\d_][\w&'\-]*){0,3})",
-    re.IGNORECASE,
-)
-# A company's name: capitalised words, "&", and a legal form.
-_COMPANY_NAME = (r"([A-ZÀ-Ý][\w&.\-]*(?:\s+(?:[A-ZÀ-Ý][\w&.\-]*|&))*"
-                 r"(?:\s+(?:Inc|LLC|Ltd|GmbH|AG|SA|SAS|SL|BV)\.?)?)")
-COMPANY = re.compile(
-    r"(?i:\bI work (?:at|for)|\bwe are|\bwe're|\bfrom|\bat|\bcompany is|\bcompany's|\bcalled|"
-    r"\bnamed|\bI'm with|\bI am with|\bwe're with|\bchez|\bbei|\bvon|\btrabajo (?:en|para)|"
-    r"\bje travaille (?:chez|pour))\s+" + _COMPANY_NAME
-)
-# Job titles, in the four languages; "of"/"de" take a department, never "at Acme".
-_DEPARTMENT = r"(?:of|de|des|du|del) (?!(?:at|for|with|in|and|a|an|the|la|le|el)\b)[^\W\d_]+(?: (?!(?:at|for|with|in|and|en|chez|bei)\b)[^\W\d_]+)?"
-_FR_QUALIFIER = r"commercial|commerciale|général|générale|marketing|technique|financier|financière"
-_ES_QUALIFIER = r"general|comercial|técnico|técnica|financiero|financiera"
-TITLE = re.compile(
-    r"\b(CEO|CTO|CFO|COO|CMO|CRO|CIO|PDG|founder|co-founder|owner|president|"
-    rf"(?:vp|vice president|head|director|manager|lead)(?: {_DEPARTMENT})?|"
-    r"gesch[äa]ftsf[üu]hrer(?:in)?|inhaber(?:in)?|gr[üu]nder(?:in)?|"
-    r"(?:vertriebs|marketing|verkaufs|it-|team)leiter(?:in)?|leiter(?:in)? (?:des|der) [^\W\d_]+|"
-    rf"(?:directeur|directrice|responsable)(?: (?:{_FR_QUALIFIER}|{_DEPARTMENT}))?|fondateur|fondatrice|"
-    rf"(?:directora|gerente|jefe|jefa)(?: (?:{_ES_QUALIFIER}|{_DEPARTMENT}))?|fundador|fundadora)"
-    r"(?![\w-])",
-    re.IGNORECASE,
-)
-# Someone else's title: "my manager asked me", "unser Geschäftsführer".
-_SOMEONE_ELSES = re.compile(
-    r"\b(?:my|our|your|his|her|their|mein|meine|meinem|unser|unsere|unserem|mon|ma|notre|mi|nuestro|nuestra)\s+(?:\w+\s+)?$",
-    re.IGNORECASE,
-)
-# A company named right after a title: "VP of Sales at Contoso", "CTO, Quantiva".
-COMPANY_AFTER_TITLE = re.compile(r"\s*(?:,|at|@|for|of|en|chez|bei|von|de|pour|para)\s+" + _COMPANY_NAME)
-# Words that look like names after "I am"/"I'm" but are not.
-_NOT_NAMES = {
-    "interested", "looking", "trying", "not", "the", "a", "an", "from", "at", "with", "here",
-    "just", "very", "so", "also", "ready", "happy", "curious", "wondering", "calling", "writing",
-    "currently", "evaluating", "in", "on", "sure", "fine", "good", "ok", "okay",
-    "kunde", "kundin", "neu", "interessiert", "una", "un", "nuevo", "nueva", "cliente",
-}
-_NOT_COMPANIES = {"I", "We", "The", "A", "An", "My", "Our", "Monday", "Tuesday", "Wednesday",
-                  "Thursday", "Friday", "Saturday", "Sunday", "Hello", "Hi", "Thanks",
-                  "Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"}
-# A name alone on a line, as a signature opens: "Raj Patel".
-_NAME_LINE = re.compile(r"[A-ZÀ-Ý][^\W\d_'\-]*(?:['\-][^\W\d_]+)?(?:\s+[A-ZÀ-Ý][^\W\d_'\-]*(?:['\-][^\W\d_]+)?){1,2}")
 DECISION_TITLES = re.compile(
     r"\b(ceo|cto|cfo|coo|cmo|cro|cio|pdg|founder|co-founder|owner|president|vp|vice president|head|director|"
     r"gesch[äa]ftsf[üu]hrer(?:in)?|inhaber(?:in)?|gr[üu]nder(?:in)?|directeur|directrice|fondateur|fondatrice|"
@@ -152,14 +97,16 @@ HUMAN_REQUEST = re.compile(
     re.IGNORECASE)
 # A problem with the product the visitor already uses: support's, not sales'.
 SUPPORT_PROBLEM = _words(
-    r"bug", r"error", r"broken", r"not working", r"doesn't work", r"does not work", r"isn't working",
+    # "my error", "erreur de frappe", "mein Fehler": a typo owned up to, no problem with the product
+    r"bug", r"(?<!\bmy )error", r"broken", r"not working", r"doesn't work", r"does not work", r"isn't working",
     r"stopped working", r"won't (?:load|open|start)", r"doesn't (?:open|load)", r"can't log ?in", r"cannot log ?in",
     r"can't sign in", r"issue with my", r"problem with my", r"refund", r"cancel my", r"support ticket", r"outage",
     r"charged (?:me )?twice",
-    r"fehler\w*", r"funktioniert (?:nicht|nicht mehr)", r"geht nicht mehr", r"kaputt", r"absturz", r"stürzt ab",
+    r"(?<!\bmein )fehler\w*", r"funktioniert (?:nicht|nicht mehr)", r"geht nicht mehr", r"kaputt", r"absturz", r"stürzt ab",
     r"kann mich nicht (?:anmelden|einloggen)",
-    r"erreur", r"ne fonctionne (?:pas|plus)", r"ne marche (?:pas|plus)", r"en panne", r"impossible de me connecter",
-    r"no funciona", r"no puedo (?:entrar|iniciar sesión|acceder)", r"fallo", r"reembolso",
+    r"erreur(?! de (?:frappe|ma part|saisie))", r"ne fonctionne (?:pas|plus)", r"ne marche (?:pas|plus)", r"en panne",
+    r"impossible de me connecter",
+    r"no funciona", r"no puedo (?:entrar|iniciar sesión|acceder)", r"(?<!\bmi )fallo", r"reembolso",
     r"non funziona(?: più)?", r"non riesco (?:ad? (?:accedere|entrare))", r"errore", r"rimborso",
     r"não funciona", r"deixou de funcionar", r"não consigo (?:entrar|aceder|acessar|iniciar sessão)",
     r"werkt niet(?: meer)?", r"doet het niet(?: meer)?", r"kan niet (?:inloggen|aanmelden)",
@@ -238,6 +185,9 @@ class Reading:
     contact: Contact
     signals: frozenset[str]
     slot_token: str | None
+    # Addresses the message gives as someone else's or as wrong: not the visitor's, whoever
+    # reads them (agent.contact.not_the_visitors).
+    not_the_visitors: frozenset[str] = frozenset()
 
 
 def said_by_visitor(contact: Contact, text: str) -> Contact:
@@ -261,114 +211,13 @@ def said_by_visitor(contact: Contact, text: str) -> Contact:
     return Contact(**{f: written(f, getattr(contact, f)) for f in contact.__dataclass_fields__})
 
 
-def extract_contact(text: str) -> Contact:
-    email = EMAIL.search(text)
-    without_emails = EMAIL.sub(" ", text)  # "at jane@initech.com" names no company
-    introduced = _introduction(without_emails)
-    name = _name(without_emails) or _signature_name(text) or introduced[0]
-    title = _title(text)
-    return Contact(
-        email=email.group(1).lower() if email else None,
-        name=name,
-        company=_company(without_emails, exclude=name, title=title) or introduced[1],
-        title=title.group(1) if title else None,
-        phone=_phone(text),
-    )
-
-
-def _name(text: str) -> str | None:
-    for match in NAME.finditer(text):
-        words = match.group(1).split()
-        kept: list[str] = []
-        for word in words:
-            if word.lower() in _NOT_NAMES or not word[0].isupper() or TITLE.fullmatch(word):
-                break
-            kept.append(word)
-        if kept:
-            return " ".join(kept)
-    return None
-
-
-def _introduction(text: str) -> tuple[str | None, str | None]:
-    """Name and company of "this is jake from acme robotics", however it is capitalised."""
-    match = INTRODUCTION.search(text)
-    if match is None or match.group(1).lower() in _NOT_NAMES or TITLE.fullmatch(match.group(1)):
-        return None, None
-    return match.group(1), match.group(2).strip()[:200]
-
-
-def _signature_name(text: str) -> str | None:
-    """The name on a line of its own above a title or an email address, as signatures go."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line, below in zip(lines, lines[1:], strict=False):
-        if (_NAME_LINE.fullmatch(line) and not TITLE.search(line)
-                and (TITLE.match(below) or EMAIL.search(below))):
-            return line
-    return None
-
-
-def _title(text: str) -> re.Match[str] | None:
-    """The visitor's own job title: not "my manager", not "our CEO"."""
-    for match in TITLE.finditer(text):
-        if not _SOMEONE_ELSES.search(text[max(0, match.start() - 30):match.start()]):
-            return match
-    return None
-
-
-def _company(text: str, *, exclude: str | None, title: re.Match[str] | None) -> str | None:
-    candidates = [m.group(1) for m in COMPANY.finditer(text)]
-    if title is not None:
-        after = COMPANY_AFTER_TITLE.match(text, title.end())
-        candidates = ([after.group(1)] if after else []) + candidates
-    for candidate in candidates:
-        # A sentence ends the name: "at Initech. Email me" is Initech.
-        company = re.split(r"[.,;:!?](?:\s|$)", candidate)[0].strip(" .,")
-        if company in _NOT_COMPANIES or (exclude and company in exclude) or EMAIL.search(company):
-            continue
-        if TITLE.fullmatch(company):
-            continue
-        return company[:200]
-    return None
-
-
-# Countries of a national number written with its trunk prefix ("030 1234567"), by the
-# language of the message that gives it.
-_TRUNK_COUNTRIES = {"de": "49", "fr": "33"}
-
-
-def _phone(text: str) -> str | None:
-    for match in PHONE.finditer(EMAIL.sub(" ", text)):
-        digits = re.sub(r"\D", "", match.group(2))
-        if not 7 <= len(digits) <= 15:
-            continue
-        if re.fullmatch(r"(19|20)\d{2}", digits[:4]) and len(digits) == 8:
-            continue  # a date such as 20261124
-        if match.group(1) in ("+", "00"):
-            return "+" + digits
-        national = _national(digits, detect_language(text))
-        if national:
-            return national
-    return None
-
-
-def _national(digits: str, language: str | None) -> str | None:
-    """A number written without its country code, in E.164 when the country is clear."""
-    if re.fullmatch(r"0[1-9]\d{6,12}", digits) and language in _TRUNK_COUNTRIES:
-        return "+" + _TRUNK_COUNTRIES[language] + digits[1:]
-    if re.fullmatch(r"[6789]\d{8}", digits) and language == "es":
-        return "+34" + digits
-    if re.fullmatch(r"1?[2-9]\d{9}", digits):
-        return "+1" + digits[-10:]  # North American: an area code never starts with 0 or 1
-    if len(digits) > 10 and digits[0] != "0":
-        return "+" + digits  # a country code without its "+"
-    return None
-
-
-def classify(text: str) -> tuple[str, float]:
-    contact = extract_contact(text)
+def classify(text: str, contact: Contact | None = None) -> tuple[str, float]:
+    """The message's intent and the rules' confidence in it; ``contact``: the message's contact
+    details when the caller read them already."""
     for intent, pattern, confidence in INTENT_RULES:
         if pattern.search(text):
             return intent, confidence
+    contact = contact if contact is not None else extract_contact(text)
     if contact.email or contact.phone:
         return "contact_info", 0.9
     if contact.name or contact.company:
@@ -388,9 +237,10 @@ def detect_signals(text: str, intent: str, contact: Contact) -> frozenset[str]:
 
 
 def read(text: str) -> Reading:
-    intent, confidence = classify(text)
-    contact = extract_contact(text)
+    others = not_the_visitors(text)
+    contact = extract_contact(text, others=others)
+    intent, confidence = classify(text, contact)
     slot = SLOT_TOKEN.search(text)
     return Reading(intent=intent, confidence=confidence, contact=contact,
                    signals=detect_signals(text, intent, contact),
-                   slot_token=slot.group(1) if slot else None)
+                   slot_token=slot.group(1) if slot else None, not_the_visitors=others)

@@ -160,6 +160,11 @@ def _updated(event: Row, context: _Context) -> list[Entry]:
     if "assigned_to_id" in previous:
         who = context.name(lead.get("assigned_to_id"), nobody="")
         entries.append(Entry(at, "status", f"Assigned to {who}" if who else "No longer assigned"))
+    if "email" in (facts.get("corrected") or []):
+        # The address it replaced was never kept (leads.services.lead_email_correct).
+        by = " by the visitor" if event["conversation_id"] else ""
+        entries.append(Entry(at, "status", f"Email address corrected{by}", [],
+                             _conversation_link(event)))
     others = sorted(set(previous) - _BOOKKEEPING - _OWN_LINES)
     if others:
         entries.append(Entry(at, "status", "Details changed: " + ", ".join(

@@ -87,16 +87,20 @@ def _v1_lead_created(event: Event) -> dict[str, Any]:
 
 def _v1_lead_updated(event: Event) -> dict[str, Any] | None:
     """Only the changes v1 can see; None when there are none (a stored move that v1 shows
-    alike, such as qualified to booked, or a write that changed no value)."""
+    alike, such as qualified to booked, or a write that changed no value). A corrected field
+    (``lead_email_correct``) is among ``changedFields`` without a previous value: the event
+    never kept the value it replaced."""
     after = event.facts["lead"]
     before = {**after, **event.facts["previous"]}
+    corrected = event.facts.get("corrected") or []
     visible = [field for field in V1_FIELD
                if field in event.facts["previous"] and v1_value(field, before) != v1_value(field, after)]
-    if not visible:
+    changed = [field for field in V1_FIELD if field in visible or field in corrected]
+    if not changed:
         return None
     return {
         "lead": presenters.v1_lead(lead_row(after)),
-        "changedFields": [V1_FIELD[field] for field in visible],
+        "changedFields": [V1_FIELD[field] for field in changed],
         "previousValues": {V1_FIELD[field]: v1_value(field, before) for field in visible},
     }
 

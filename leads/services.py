@@ -148,6 +148,37 @@ def lead_update(
 
 
 @transaction.atomic
+def lead_email_correct(*, lead: Lead, email: str, conversation_id: uuid.UUID | None = None) -> Lead:
+    """The lead's address as the person corrected it (a visitor in the chat: "sorry, a typo,
+    it's ..."), which replaces the one they gave before.
+
+    Unlike ``lead_update``, the event keeps no trace of the replaced address: a mistyped address
+    is nobody's to keep, and events carry no contact details (ARCHITECTURE.md, "Events").
+    ``lead.updated`` records ``corrected: ["email"]`` (and the conversation it happened in)
+    instead of a previous value, for the lead's history and the v1 ``changedFields``.
+
+    Raises ``LeadEmailTaken`` when another lead of the tenant and mode has the address; an
+    address that differs only in case is the lead's own and changes nothing.
+    """
+    current = (Lead.objects.select_for_update(of=("self",)).select_related("tenant")
+               .get(pk=lead.pk))
+    address = validation.clean({"email": email}, tenant=current.tenant)["email"]
+    if current.email.lower() == address.lower():
+        return current
+    _refuse_taken_email(current, address)
+    before = lead_facts(current)
+    _apply(current, {"email": address}, touch_activity=True)
+    emit(EventType.LEAD_UPDATED, tenant_id=current.tenant_id, livemode=current.livemode,
+         lead_id=current.pk, conversation_id=conversation_id,
+         description=f"Lead {current.pk}: email address corrected",
+         facts={"lead": lead_facts(current),
+                "previous": {"updated_at": before["updated_at"],
+                             "last_active_at": before["last_active_at"]},
+                "corrected": ["email"]})
+    return current
+
+
+@transaction.atomic
 def lead_delete(*, lead: Lead) -> None:
     """Deletes the lead and emits ``lead.deleted``; its earlier events stay, unlinked."""
     current = Lead.objects.select_for_update(of=("self",)).filter(pk=lead.pk).first()

@@ -17,7 +17,7 @@ from core.text import one_line
 from leads.events import lead_facts
 from leads.models import Lead
 from leads.selectors import lead_with_email
-from leads.services import LeadEmailTaken, lead_create, lead_update
+from leads.services import LeadEmailTaken, lead_create, lead_email_correct, lead_update
 from tenants.services import user_next_in_rotation
 
 from .. import scheduling
@@ -30,19 +30,26 @@ logger = logging.getLogger("salesagent.chat")
 GAP_FIELDS = ("name", "company", "title")
 
 
-def capture_lead(conversation: Conversation, contact: Contact) -> tuple[Lead | None, bool]:
+def capture_lead(conversation: Conversation, contact: Contact, *,
+                 given_email: str | None = None) -> tuple[Lead | None, bool]:
     """The conversation's lead, created from an email or found by it, with its gaps filled
-    from ``contact``; and whether this turn captured anything."""
+    from ``contact``; and whether this turn captured anything. ``given_email``: the address the
+    visitor gave as theirs in this message, which replaces the lead's (a correction)."""
     contact = _acceptable(contact)
+    given_email = normalised_or_none(given_email) if given_email else None
     lead = conversation.lead
     if lead is None and contact.email:
         _link(conversation, _lead_for_email(conversation, contact))
         return conversation.lead, True
     if lead is None:
         return None, False
+    corrected = False
+    if given_email and given_email.lower() != lead.email.lower():
+        lead = _correct_email(conversation, lead, given_email)
+        corrected = lead.email.lower() == given_email.lower()
     gaps = _gaps(lead, contact)
     if not gaps:
-        return lead, False
+        return lead, corrected
     try:
         with transaction.atomic():
             lead = lead_update(lead=lead, changes=gaps)
@@ -80,6 +87,21 @@ def _lead_for_email(conversation: Conversation, contact: Contact) -> Lead:
         # which is what follow-up needs.
         return lead_create(**owner, email=contact.email, source="chat",
                            conversation_id=conversation.pk)
+
+
+def _correct_email(conversation: Conversation, lead: Lead, email: str) -> Lead:
+    """The visitor's new address (docs/leads.md, "Corrections"): the lead's address is
+    replaced when no other lead of the tenant has it; when one has, the visitor is that lead,
+    and the conversation moves to it (the first lead keeps its address: it may be someone's)."""
+    try:
+        with transaction.atomic():
+            conversation.lead = lead_email_correct(lead=lead, email=email,
+                                                   conversation_id=conversation.pk)
+    except LeadEmailTaken as taken:
+        _link(conversation, Lead.objects.get(pk=taken.existing_id))
+    except ServiceError:
+        logger.info("corrected address refused for lead %s", lead.pk)
+    return conversation.lead
 
 
 def _link(conversation: Conversation, lead: Lead) -> None:

@@ -293,6 +293,7 @@ class _Turn:
     conversation: Conversation
     analysis: Analysis
     contact: Contact
+    given_email: str | None  # the address this message gives as the visitor's
     seen: set[str]  # signals: the conversation's, the provider's and the rules'
     slot_token: str | None
     now: datetime
@@ -330,7 +331,7 @@ def _apply(*, opened: OpenedTurn, analysis: Analysis) -> ReplyPlan:
                     .get(pk=opened.conversation_id))
     conversation.tenant = opened.tenant
     turn = _read(conversation, opened, analysis)
-    lead, captured = capture.capture_lead(conversation, turn.contact)
+    lead, captured = capture.capture_lead(conversation, turn.contact, given_email=turn.given_email)
     turn.plan = replace(turn.plan, lead_captured=captured)
     _meeting(turn, lead)
     _score(turn)
@@ -356,16 +357,21 @@ def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) ->
     # Only what the visitor wrote: a model's invented details are no lead's.
     told = said_by_visitor(analysis.contact, "\n".join(
         [*(m.content for m in ctx.history if m.role == "user"), ctx.message]))
-    # What is known stays (a later mis-reading must not rename a company); a new email wins, as
-    # visitors correct their address.
+    if told.email and told.email.lower() in reading.not_the_visitors:
+        told = replace(told, email=None)  # "my colleague's address is ...": not the visitor's
+    # The address this message gives as the visitor's own, which replaces any earlier one (a
+    # correction, docs/leads.md): the model's, when it is in this very message, else the rules'.
+    given = (told.email if told.email and told.email.lower() in ctx.message.lower() else None) \
+        or reading.contact.email
+    # What is known stays (a later mis-reading must not rename a company).
     contact = ctx.known_contact.merged(told).merged(reading.contact)
-    contact = replace(contact, email=told.email or reading.contact.email or contact.email)
+    contact = replace(contact, email=given or contact.email)
     if analysis.intent not in conversation.intents:
         conversation.intents = [*conversation.intents, analysis.intent]
     conversation.contact = contact.as_dict()
     if analysis.language in CONVERSATION_LANGUAGES:
         conversation.language = conversation.language or analysis.language
-    return _Turn(conversation=conversation, analysis=analysis, contact=contact,
+    return _Turn(conversation=conversation, analysis=analysis, contact=contact, given_email=given,
                  seen=set(conversation.signals) | set(analysis.signals) | set(reading.signals),
                  slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
                  asked=_asked_before(conversation, opened),

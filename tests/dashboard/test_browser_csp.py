@@ -30,11 +30,14 @@ SETUP = """
 import json
 from knowledge.services import document_create, document_index
 from tenants.models import Tenant, User
-from tenants.services import user_create
+from tenants.services import user_create, user_set_availability
 from webhooks import services as webhooks
 tenant = Tenant.objects.get(pk={tenant!r})
-user_create(tenant=tenant, email="mia@acme.test", first_name="Mia", last_name="Manager",
-            role="manager", password={password!r})
+mia = user_create(tenant=tenant, email="mia@acme.test", first_name="Mia", last_name="Manager",
+                  role="manager", password={password!r})
+# In working hours whenever the test runs: Carl's handoff goes to her at any hour.
+user_set_availability(user=mia, timezone_name="UTC", capacity=5,
+                      working_hours={{"days": list(range(7)), "start_hour": 0, "end_hour": 24}})
 User.objects.create_superuser(username="op", email="op@service.test", password={password!r})
 webhooks.subscription_create(tenant=tenant, livemode=True, url="http://127.0.0.1:9/hooks",
                              events=["lead.created"])
