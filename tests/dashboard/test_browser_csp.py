@@ -35,9 +35,11 @@ from webhooks import services as webhooks
 tenant = Tenant.objects.get(pk={tenant!r})
 mia = user_create(tenant=tenant, email="mia@acme.test", first_name="Mia", last_name="Manager",
                   role="manager", password={password!r})
-# In working hours whenever the test runs: Carl's handoff goes to her at any hour.
+# Online and in working hours whenever the test runs (as tests.factories.make_available): Carl's
+# handoff goes to her at any hour.
 user_set_availability(user=mia, timezone_name="UTC", capacity=5,
                       working_hours={{"days": list(range(7)), "start_hour": 0, "end_hour": 24}})
+User.objects.filter(pk=mia.pk).update(status="online")
 User.objects.create_superuser(username="op", email="op@service.test", password={password!r})
 webhooks.subscription_create(tenant=tenant, livemode=True, url="http://127.0.0.1:9/hooks",
                              events=["lead.created"])
