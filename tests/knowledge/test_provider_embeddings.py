@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Message
 from core import embeddings
@@ -110,6 +111,26 @@ def test_the_provider_is_asked_before_the_turns_transaction(api, kit, on_provide
     outside = len(connection.atomic_blocks)
     assert chat(api, kit, "When are invoices sent?").status_code == 200
     assert depths == [outside]
+
+
+def test_a_turn_on_the_providers_embeddings_makes_as_many_statements(api, kit, on_provider):
+    """The provider's matrix is read once and kept as the local model's is: a continued turn
+    reads the tenant's vector version, and nothing more, whichever embeddings it compares."""
+    add_document(api, kit, "Guide", GUIDE)
+
+    def statements(message, session) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert chat(api, kit, message, session=session).status_code == 200
+        assert _last_turn().get("retrieval") == (
+            "provider" if kit.tenant.agent_embeddings == "provider" else None)
+        return len(captured.captured_queries)
+
+    session = chat(api, kit, "Hi").json()["sessionId"]
+    statements("When are invoices sent?", session)  # the matrix read into memory
+    provider = statements("Are invoices sent in euros or dollars?", session)
+    tenant_set_agent(tenant=kit.tenant, embeddings="local")
+    statements("When are invoices sent?", session)
+    assert statements("Are invoices sent in euros or dollars?", session) == provider
 
 
 def test_the_provider_down_the_local_vectors_answer(api, kit, on_provider, caplog):
