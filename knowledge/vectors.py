@@ -192,7 +192,7 @@ cache = _Cache()
 
 
 _EMPTY = Matrix(version=0, chunk_ids=np.zeros(0, dtype=np.int64),
-                 vectors=np.zeros((0, embeddings.DIMENSIONS), dtype=np.float32))
+                vectors=np.zeros((0, embeddings.DIMENSIONS), dtype=np.float32))
 
 
 def matrix(*, tenant_id: UUID, livemode: bool, model_id: str = embeddings.MODEL_ID,
@@ -235,7 +235,7 @@ def _provider_matrix(*, tenant_id: UUID, livemode: bool, model_id: str, current:
     found = [row for row in rows if row[1] is not None]
     matrix = _assemble(found, current=current, model_id=model_id, dimensions=0)
     return Matrix(version=matrix.version, chunk_ids=matrix.chunk_ids, vectors=matrix.vectors,
-                   complete=len(matrix.chunk_ids) == len(rows))
+                  complete=len(matrix.chunk_ids) == len(rows))
 
 
 def _assemble(rows: list, *, current: int, model_id: str, dimensions: int) -> Matrix:
@@ -244,7 +244,7 @@ def _assemble(rows: list, *, current: int, model_id: str, dimensions: int) -> Ma
     are left out and said in the log."""
     if not rows:
         return Matrix(version=current, chunk_ids=np.zeros(0, dtype=np.int64),
-                       vectors=np.zeros((0, dimensions), dtype=np.float32))
+                      vectors=np.zeros((0, dimensions), dtype=np.float32))
     size, _ = Counter(len(row[1]) for row in rows).most_common(1)[0]
     kept = [row for row in rows if len(row[1]) == size]
     if len(kept) < len(rows):
