@@ -129,6 +129,11 @@ def _vectors(data, *, count: int) -> list[np.ndarray]:
             vector = np.asarray(getattr(item, "embedding", None), dtype=np.float32)
         except (TypeError, ValueError) as exc:
             raise EmbeddingFailed("the provider's vector is not a list of numbers") from exc
+        if vector.ndim == 2:
+            raise EmbeddingFailed(
+                "the provider answered one vector per token, not one per text (a llama.cpp "
+                "server serving a model without pooling: start it with --kv_overrides "
+                "<architecture>.pooling_type=int:1 for mean pooling)")
         if vector.ndim != 1 or not 0 < len(vector) <= MAX_DIMENSIONS:
             raise EmbeddingFailed("the provider's vector is not a list of numbers")
         norm = float(np.linalg.norm(vector))
