@@ -9,6 +9,12 @@ Both read only the tenant's ``ready`` documents in the caller's mode. The best c
 passages: document id, title, an excerpt around the words that matched, the fused score, the
 cosine of the question with the chunk, and the document's public URL if it has one (replies
 that use the passage carry it as a ``link`` action; docs/knowledge.md, "Citations").
+
+A tenant on its provider's embeddings (docs/knowledge.md, "The provider's embeddings") has its
+question embedded by the provider (``embed_question``, which the chat turn calls before its
+transaction: no lock waits on a network call) and compared with the provider's vectors; when
+the provider fails, or has not embedded every chunk yet, the local model's serve that turn, and
+the passages say which (``Passage.retrieval``).
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import numpy as np
+from django.conf import settings
 
 from core import embeddings
 from tenants.models import Tenant
 
-from . import index, vectors
+from . import index, provider_embeddings, vectors
 from .models import Chunk, DocumentStatus
 
 logger = logging.getLogger(__name__)
@@ -42,6 +49,11 @@ CANDIDATES = 20  # taken from each ranking before fusing
 DENSE_FLOOR = 0.05
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
 
+# Which vectors ranked a tenant's passages, when it uses its provider's embeddings.
+BY_PROVIDER = "provider"
+LOCAL_PROVIDER_FAILED = "local (provider failed)"
+LOCAL_PROVIDER_PENDING = "local (provider vectors pending)"  # the re-embedding has not done all
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -57,24 +69,57 @@ class Passage:
     similarity: float | None = None
     text: str = ""  # the whole chunk, for the agent's choice of sentences
     heading: str = ""  # the chunk's section heading, which tells what its sentences are about
+    # For a tenant on its provider's embeddings, whose vectors ranked it (``BY_PROVIDER``, or
+    # the local model's and why); None for a tenant on the local model.
+    retrieval: str | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question as the tenant's provider embedded it (``embed_question``): the provider's
+    model id, and its vector, or None when the provider failed."""
+
+    model_id: str
+    vector: np.ndarray | None = None
+
+
+def embed_question(*, tenant: Tenant, query: str) -> Question | None:
+    """The question embedded by the tenant's provider, within
+    ``KNOWLEDGE_PROVIDER_QUESTION_TIMEOUT_SECONDS`` and without retries (a visitor waits); None
+    for a tenant on the local model. Touches no database: the chat turn calls it before its
+    transaction."""
+    embedder = provider_embeddings.for_tenant(tenant)
+    if embedder is None or not query or not query.strip():
+        return None
+    try:
+        [vector] = provider_embeddings.encode(
+            embedder, [query], timeout=settings.KNOWLEDGE_PROVIDER_QUESTION_TIMEOUT_SECONDS)
+    except provider_embeddings.EmbeddingFailed as failure:
+        logger.warning("embedding a question of tenant %s through %r failed: %s; the local "
+                       "model's vectors answer it", tenant.pk, embedder, failure)
+        return Question(model_id=embedder.model_id)
+    return Question(model_id=embedder.model_id, vector=vector)
 
 
 def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
              excerpt_chars: int = EXCERPT_CHARS,
-             query_vector: np.ndarray | None = None) -> list[Passage]:
+             query_vector: np.ndarray | None = None,
+             question: Question | None = None) -> list[Passage]:
     """The best passages of the tenant's ready documents in this mode, best first.
 
-    ``query_vector`` is the question's embedding when the caller has it already (the turn embeds
-    the visitor's message once for its decisions too)."""
+    ``query_vector`` is the question's embedding by the local model when the caller has it
+    already (the turn embeds the visitor's message once for its decisions too); ``question``
+    its embedding by the tenant's provider (``embed_question``), made here when not given."""
     if limit <= 0 or not query or not query.strip():
         return []
     lexical = index.search(tenant=tenant, livemode=livemode, query=query, limit=CANDIDATES)
-    if query_vector is None:
-        query_vector = _embed(query)
+    if question is None:
+        question = embed_question(tenant=tenant, query=query)
+    matrix, query_vector, record = _dense_space(tenant=tenant, livemode=livemode, query=query,
+                                                query_vector=query_vector, question=question)
     dense: list[vectors.DenseHit] = []
     cosines: dict[int, float] = {}
-    if query_vector is not None:
-        matrix = vectors.matrix(tenant_id=tenant.pk, livemode=livemode)
+    if matrix is not None and query_vector is not None:
         dense = [hit for hit in vectors.search(matrix, query_vector=query_vector, limit=CANDIDATES)
                  if hit.similarity >= DENSE_FLOOR]
         cosines = {hit.chunk_id: hit.similarity for hit in dense}
@@ -104,11 +149,43 @@ def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
             excerpt=excerpt(hit.text, terms, limit=excerpt_chars),
             score=round(fused[chunk_id], 6), url=hit.url or None,
             similarity=None if similarity is None else round(similarity, 4), text=hit.text,
-            heading=hit.heading,
+            heading=hit.heading, retrieval=record,
         ))
         if len(passages) == limit:
             break
     return passages
+
+
+def _dense_space(*, tenant: Tenant, livemode: bool, query: str, query_vector: np.ndarray | None,
+                 question: Question | None) -> tuple[vectors.Matrix | None, np.ndarray | None,
+                                                      str | None]:
+    """The matrix the question is compared with, the question's vector in its space, and which
+    it is for a tenant on its provider's embeddings (None for one on the local model). The
+    tenant's vector version is read once, whichever matrices are looked at."""
+    current = None
+    record = None
+    if question is not None:
+        if question.vector is None:
+            record = LOCAL_PROVIDER_FAILED
+        else:
+            current = vectors.version(tenant_id=tenant.pk, livemode=livemode)
+            provider = vectors.matrix(tenant_id=tenant.pk, livemode=livemode,
+                                      model_id=question.model_id, current=current)
+            if not provider.complete or not len(provider.chunk_ids):
+                record = LOCAL_PROVIDER_PENDING
+            elif provider.dimensions != len(question.vector):
+                logger.warning("tenant %s's provider embedded a question in %d dimensions, its "
+                               "chunks in %d; the local model's vectors answer it", tenant.pk,
+                               len(question.vector), provider.dimensions)
+                record = LOCAL_PROVIDER_FAILED
+            else:
+                return provider, question.vector, BY_PROVIDER
+    if query_vector is None:
+        query_vector = _embed(query)
+    if query_vector is None:
+        return None, None, record
+    return (vectors.matrix(tenant_id=tenant.pk, livemode=livemode, current=current), query_vector,
+            record)
 
 
 def _embed(query: str) -> np.ndarray | None:

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core import broker, embeddings
+from core import broker
 from core.errors import FieldError, InvalidRequest, Unprocessable
 from core.languages import ISO_639_1, detect_language
 from tenants.models import Tenant
@@ -187,7 +187,7 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         attempts=F("attempts") + 1, updated_at=timezone.now())
     if not claimed:
         return Document.objects.filter(pk=document_id).first()
-    document = Document.objects.get(pk=document_id)
+    document = Document.objects.select_related("tenant").get(pk=document_id)
     data = DocumentSource.objects.filter(document_id=document_id).values_list("data", flat=True).first()
     try:
         if data is None:
@@ -201,9 +201,10 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         return _fail(document_id, failure.reason)
 
     # Embedded outside the transaction, as the parse is; a model that cannot run leaves the
-    # chunks without vectors, which retrieval's full-text half still finds and the re-embedding
-    # sweeper (vectors.reembed_batch) completes.
-    chunk_vectors = _embed(document.title, chunks)
+    # chunks without its vectors, which retrieval's full-text half (and the other model's
+    # vectors) still finds and the re-embedding sweeper (vectors.reembed_batch) completes.
+    chunk_vectors = vectors.embed_document(tenant=document.tenant, title=document.title,
+                                           chunks=chunks)
     language = document.language
     if not language:
         sample = " ".join(c.text for c in chunks)[:LANGUAGE_SAMPLE_CHARS]
@@ -217,7 +218,7 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         index.unindex_document_chunks(document_id=document_id, **owner)
         Chunk.objects.filter(document_id=document_id).delete()
         index.store_chunks(document_id=document_id, config=config, chunks=chunks, **owner)
-        if chunk_vectors is not None:
+        if chunk_vectors:
             vectors.store_vectors(document_id=document_id, vectors=chunk_vectors, **owner)
         now = timezone.now()
         current.status = DocumentStatus.READY
@@ -231,15 +232,6 @@ def document_index(*, document_id: uuid.UUID) -> Document | None:
         current.updated_at = now
         current.save()
     return current
-
-
-def _embed(title: str, chunks) -> list | None:
-    try:
-        return list(embeddings.encode([vectors.embed_text(title=title, heading=c.heading, text=c.text)
-                                       for c in chunks]))
-    except Exception:  # the document is still worth indexing for full-text search
-        logger.exception("embedding the chunks of %r failed; the sweeper embeds them later", title)
-        return None
 
 
 def _fail(document_id: uuid.UUID, reason: str) -> Document | None:

@@ -28,11 +28,14 @@ def sweep_stuck_documents() -> int:
 @shared_task(name="knowledge.reembed", ignore_result=True, soft_time_limit=240, time_limit=270)
 def reembed_chunks(batches: int = 40) -> int:
     """Embeds with the current model the chunks that have no vector of it (beat, every minute):
-    after a change of model, or a document indexed while embedding failed. At most ``batches``
-    batches a run; the next run goes on."""
+    after a change of model, or a document indexed while embedding failed; and through their
+    provider the chunks of tenants on provider embeddings that lack the provider's vectors,
+    asking each failing provider once a run. At most ``batches`` batches a run; the next run
+    goes on."""
     done = 0
+    provider_skip: set = set()
     for _ in range(batches):
-        embedded = vectors.reembed_batch()
+        embedded = vectors.reembed_batch(provider_skip=provider_skip)
         done += embedded
         if not embedded:
             break

@@ -41,6 +41,14 @@ class AgentDecision(models.TextChoices):
     GREETING = "greeting", "Says hello"
 
 
+class EmbeddingsSource(models.TextChoices):
+    """Whose embeddings knowledge retrieval compares (docs/knowledge.md, "The provider's
+    embeddings"): the local model's, always stored, or also those of the tenant's provider."""
+
+    LOCAL = "local", "The local model"
+    PROVIDER = "provider", "The provider's /v1/embeddings"
+
+
 class Tenant(models.Model):
     """A customer of the service. Every tenant-owned row points here."""
 
@@ -65,6 +73,12 @@ class Tenant(models.Model):
     agent_max_reply_chars = models.PositiveSmallIntegerField(default=1200)
     agent_turn_seconds = models.PositiveSmallIntegerField(
         default=20, help_text="The whole turn's deadline: analysis and reply.")
+    # Knowledge retrieval by the provider's embeddings instead of the local model's (only with
+    # the openai provider; the local vectors stay, as the fallback). The model is the name the
+    # provider's /v1/embeddings takes, e.g. "text-embedding-3-small".
+    agent_embeddings = models.CharField(max_length=10, choices=EmbeddingsSource.choices,
+                                        default=EmbeddingsSource.LOCAL)
+    agent_embedding_model = models.CharField(max_length=100, blank=True)
 
     # The tenant's own example phrasings of the agent's decisions (docs/agent.md, "Adding
     # phrasings"): [{"id": uuid hex, "decision", "text", "createdAt": ISO 8601}], at most
@@ -126,6 +140,14 @@ class Tenant(models.Model):
     @property
     def has_agent_api_key(self) -> bool:
         return bool(self.agent_api_key_encrypted)
+
+    @property
+    def uses_provider_embeddings(self) -> bool:
+        """Whether knowledge retrieval embeds through the tenant's provider: chosen, with a
+        model named, on the openai provider with a key."""
+        return (self.agent_embeddings == EmbeddingsSource.PROVIDER
+                and self.agent_provider == AgentProvider.OPENAI
+                and bool(self.agent_embedding_model) and self.has_agent_api_key)
 
 
 class UserRole(models.TextChoices):

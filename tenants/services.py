@@ -19,7 +19,7 @@ from core.text import CONTROL_MESSAGE, has_control
 from core.timestamps import format_timestamp
 
 from .availability import clean_working_hours
-from .models import AgentDecision, AgentProvider, Plan, Tenant, User, UserRole
+from .models import AgentDecision, AgentProvider, EmbeddingsSource, Plan, Tenant, User, UserRole
 from .selectors import ADMIN_TOKEN_PREFIX
 from .team import name_problems, staff_email
 
@@ -79,14 +79,21 @@ def tenant_set_agent(
     api_key: str | None = None,
     base_url: str | None = None,
     booking_url: str | None = None,
+    embeddings: str | None = None,
+    embedding_model: str | None = None,
 ) -> Tenant:
-    """Changes the agent settings; ``api_key=""`` clears the key, ``None`` leaves it alone."""
+    """Changes the agent settings; ``api_key=""`` clears the key, ``None`` leaves it alone.
+
+    ``embeddings`` is ``local`` or ``provider`` (knowledge retrieval by the provider's
+    /v1/embeddings, with ``embedding_model``: docs/knowledge.md, "The provider's embeddings");
+    it takes effect only on the openai provider."""
     if provider is not None:
         if provider not in AgentProvider.values:
             raise Unprocessable(f"Unknown agent provider {provider!r}.")
         tenant.agent_provider = provider
     if model is not None:
         tenant.agent_model = model.strip()
+    _set_embeddings(tenant, embeddings=embeddings, embedding_model=embedding_model)
     if base_url is not None:
         tenant.agent_base_url = base_url.strip()
     if api_key is not None:
@@ -99,6 +106,26 @@ def tenant_set_agent(
                                 details=[FieldError(field, "invalid_format", "An http(s) URL.")])
     tenant.save()
     return tenant
+
+
+def _set_embeddings(tenant: Tenant, *, embeddings: str | None, embedding_model: str | None) -> None:
+    if embeddings is not None:
+        if embeddings not in EmbeddingsSource.values:
+            raise Unprocessable(f"Unknown embeddings {embeddings!r}.", details=[FieldError(
+                "embeddings", "invalid_enum", ", ".join(EmbeddingsSource.values))])
+        tenant.agent_embeddings = embeddings
+    if embedding_model is not None:
+        embedding_model = embedding_model.strip()
+        if len(embedding_model) > 100 or has_control(embedding_model):
+            raise Unprocessable("The embedding model is a name of at most 100 characters.",
+                                details=[FieldError("embedding_model", "invalid_format",
+                                                    "At most 100 characters, one line.")])
+        tenant.agent_embedding_model = embedding_model
+    if tenant.agent_embeddings == EmbeddingsSource.PROVIDER and not tenant.agent_embedding_model:
+        raise Unprocessable("The provider's embeddings need the name of its embedding model.",
+                            details=[FieldError("embedding_model", "required",
+                                                "The model the provider's /v1/embeddings takes, "
+                                                "e.g. text-embedding-3-small.")])
 
 
 # Bounds of the reply limits: below them no sentence fits, above them no visitor reads on.

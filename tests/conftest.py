@@ -69,7 +69,10 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 # Fixtures that start a server (on 127.0.0.1, in a thread of this process): the tests that use
 # them are ``live`` like those that start processes, so ``-m "not live"`` leaves them out.
 SERVER_FIXTURES = frozenset({"fake_server", "fake", "receiver", "tls_receiver", "smtp_server",
-                             "smtp", "radicale", "local_model", "broken_broker"})
+                             "smtp", "radicale", "local_model", "local_embedding_model",
+                             "broken_broker"})
+# Fixtures that need the local-model extra (tests/local_model.py).
+LOCAL_MODEL_FIXTURES = frozenset({"local_model", "local_embedding_model"})
 
 
 def pytest_collection_modifyitems(config, items):
@@ -80,7 +83,7 @@ def pytest_collection_modifyitems(config, items):
         fixtures = getattr(item, "fixturenames", ())
         if SERVER_FIXTURES.intersection(fixtures):
             item.add_marker(pytest.mark.live)
-        if "local_model" in fixtures:
+        if LOCAL_MODEL_FIXTURES.intersection(fixtures):
             if model_missing is None:
                 model_missing = not local_model.installed()
             if model_missing:
@@ -195,6 +198,17 @@ def local_model():
     from . import local_model as model
 
     with model.serve(n_ctx=2048) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="session")
+def local_embedding_model():
+    """The base URL of a second llama.cpp server with the same model, started with
+    ``--embedding``: its ``/v1/embeddings`` serves the model's (mean-pooled) embeddings, which a
+    server in embedding mode serves instead of completions. Skipped as ``local_model`` is."""
+    from . import local_model as model
+
+    with model.serve(n_ctx=2048, embedding=True) as base_url:
         yield base_url
 
 

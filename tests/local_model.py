@@ -7,6 +7,7 @@ install-local-model``); nothing is downloaded at run time.
 as the service's ``openai`` provider takes it. From a shell::
 
     .venv/bin/python -m tests.local_model serve     # prints the base URL, serves until Ctrl-C
+    .venv/bin/python -m tests.local_model serve --embedding   # also /v1/embeddings
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ MODEL = "smollm2"  # the name the tests give the tenant's model; the server serv
 STARTUP_SECONDS = 120
 CACHE_BYTES = 64 << 20  # llama.cpp's prompt cache, as the server counts it (see serve)
 STDERR_TAIL = 2000  # characters of the server's output quoted when it fails
+# With ``embedding``: a causal model such as SmolLM2 has no pooling of its own, and the server
+# would answer one vector per token; its mean pooling makes one vector per text.
+POOLING = ["--kv_overrides", "llama.pooling_type=int:1"]
 
 
 def installed() -> bool:
@@ -64,9 +68,10 @@ def _threads() -> int:
 
 
 @contextlib.contextmanager
-def serve(*, n_ctx: int = 2048, threads: int | None = None) -> Iterator[str]:
+def serve(*, n_ctx: int = 2048, threads: int | None = None, embedding: bool = False) -> Iterator[str]:
     """Runs ``python -m llama_cpp.server`` with the model; yields ``http://127.0.0.1:<port>/v1``
-    once ``GET /v1/models`` answers, and stops the server after.
+    once ``GET /v1/models`` answers, and stops the server after. With ``embedding``, its
+    ``/v1/embeddings`` serves the model's mean-pooled embeddings too (and chat still works).
 
     Its output goes to a file, never to an unread pipe that would fill and stall the server;
     its tail is quoted if the server dies or does not answer within ``STARTUP_SECONDS``."""
@@ -87,6 +92,8 @@ def serve(*, n_ctx: int = 2048, threads: int | None = None) -> Iterator[str]:
         # what it holds, so its default (2 GiB) let a long evaluation grow the process to 20 GB.
         "--cache_size", str(CACHE_BYTES),
     ]
+    if embedding:
+        command += ["--embedding", "True", *POOLING]
     log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=log,
                             stderr=subprocess.STDOUT)
@@ -128,15 +135,15 @@ def _tail(log: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv != ["serve"]:
-        print("usage: python -m tests.local_model serve", file=sys.stderr)
+    if argv not in (["serve"], ["serve", "--embedding"]):
+        print("usage: python -m tests.local_model serve [--embedding]", file=sys.stderr)
         return 2
     if not installed():
         print(NOT_INSTALLED, file=sys.stderr)
         return 1
     # Until Ctrl-C, or a terminate from whoever started us (make eval): the server goes too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with contextlib.suppress(KeyboardInterrupt), serve() as base_url:
+    with contextlib.suppress(KeyboardInterrupt), serve(embedding="--embedding" in argv) as base_url:
         print(base_url, flush=True)
         while True:
             time.sleep(3600)

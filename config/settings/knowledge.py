@@ -22,3 +22,10 @@ KNOWLEDGE_STUCK_AFTER_SECONDS = env_int("KNOWLEDGE_STUCK_AFTER_SECONDS", 600, mi
 # Dense retrieval holds each searched tenant's vectors in memory, 2 KiB a chunk (20 MB per 10,000
 # chunks); the least recently searched go first past this budget, per process.
 KNOWLEDGE_VECTOR_CACHE_MB = env_int("KNOWLEDGE_VECTOR_CACHE_MB", 256, minimum=1)
+# A tenant on its provider's embeddings (docs/knowledge.md, "The provider's embeddings"): how long
+# a visitor's question waits for the provider before retrieval compares the local model's
+# vectors instead, and how long one request of the indexing or the re-embedding waits.
+KNOWLEDGE_PROVIDER_QUESTION_TIMEOUT_SECONDS = env_int("KNOWLEDGE_PROVIDER_QUESTION_TIMEOUT_SECONDS", 3,
+                                                      minimum=1)
+KNOWLEDGE_PROVIDER_INDEX_TIMEOUT_SECONDS = env_int("KNOWLEDGE_PROVIDER_INDEX_TIMEOUT_SECONDS", 30,
+                                                   minimum=1)

@@ -103,6 +103,7 @@ class _Turn:
             self.info["decisions"] = self.analysis.decisions
         self.plan = await sync_to_async(turn_apply)(opened=self.opened, analysis=self.analysis)
         self.cited = [self.opened.ctx.passages[i] for i in self.analysis.cited]
+        self.info.update(("retrieval", p.retrieval) for p in self.opened.ctx.passages[:1] if p.retrieval)
 
     async def _analyze(self) -> tuple[Analysis, str]:
         ctx = self.opened.ctx

@@ -46,7 +46,7 @@ from core.languages import detect_language
 from core.models import EventType
 from core.sql import commit_without_waiting_for_the_disk
 from core.timestamps import stored_timestamp
-from knowledge.retrieval import retrieve
+from knowledge.retrieval import Question, embed_question, retrieve
 from leads.models import Lead
 from leads.services import lead_seen, lead_update
 from tenants.models import Tenant
@@ -127,8 +127,14 @@ class SessionNotFound(NotFound):
 # --- 1. open ------------------------------------------------------------------------------
 
 
-@transaction.atomic
 def turn_open(inp: TurnInput) -> OpenedTurn:
+    # A tenant on its provider's embeddings has the question embedded first, outside the
+    # transaction: no lock waits on the provider (knowledge.retrieval.embed_question).
+    return _open(inp, question=embed_question(tenant=inp.tenant, query=inp.message))
+
+
+@transaction.atomic
+def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
     # turn_close's commit follows before the client is answered, and flushes this one with it;
     # a stream shows nothing the visitor could rely on before it either.
     commit_without_waiting_for_the_disk()
@@ -151,7 +157,8 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
                       user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
                       reply_id=uuid.uuid4(), silent=silent,
-                      ctx=_context(inp, conversation, earlier, silent=silent, view=view),
+                      ctx=_context(inp, conversation, earlier, silent=silent, view=view,
+                                   question=question),
                       view=view, chosen_slot=chosen_slot,
                       asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
                       language_told=bool(told))
@@ -216,7 +223,7 @@ class _Earlier(NamedTuple):
 
 
 def _context(inp: TurnInput, conversation: Conversation, earlier: list[_Earlier], *,
-             silent: bool, view: scheduling.SlotView) -> TurnContext:
+             silent: bool, view: scheduling.SlotView, question: Question | None) -> TurnContext:
     return TurnContext(
         tenant_name=inp.tenant.name,
         message=inp.message,
@@ -224,7 +231,7 @@ def _context(inp: TurnInput, conversation: Conversation, earlier: list[_Earlier]
         language=view.language,
         # A person has a silent conversation: the agent neither answers nor offers anything.
         passages=[] if silent else retrieve(tenant=inp.tenant, livemode=inp.livemode,
-                                            query=inp.message),
+                                            query=inp.message, question=question),
         lead=_lead_snapshot(conversation.lead),
         known_contact=_known_contact(conversation),
         signals=frozenset(conversation.signals),

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 from core.errors import ServiceError
 from tenants import selectors as tenant_selectors
 from tenants import services as tenant_services
-from tenants.models import AgentDecision, AgentProvider, Plan
+from tenants.models import AgentDecision, AgentProvider, EmbeddingsSource, Plan
 from widget import colours
 from widget import services as widget_services
 from widget.models import HEX_COLOUR, Position
@@ -42,6 +42,13 @@ class AgentForm(forms.Form):
                                                          attrs={"autocomplete": "off"}),
                               help_text="Write-only: leave blank to keep the current key.")
     clear_key = forms.BooleanField(required=False, label="Remove the stored key")
+    embeddings = forms.ChoiceField(
+        choices=EmbeddingsSource.choices, required=False, label="Knowledge search by meaning",
+        help_text="With the OpenAI-compatible provider, its /v1/embeddings may rank your "
+                  "documents' passages; the local model stays the fallback.")
+    embedding_model = forms.CharField(max_length=100, required=False, label="Embedding model",
+                                      help_text="For the provider's embeddings, e.g. "
+                                                "text-embedding-3-small.")
 
 
 class PhrasingForm(forms.Form):
@@ -116,7 +123,9 @@ def _initial_forms(tenant, look) -> dict[str, forms.Form]:
         "plan_form": PlanForm(initial={"plan": tenant.plan}),
         "agent_form": AgentForm(initial={"provider": tenant.agent_provider,
                                          "model": tenant.agent_model,
-                                         "base_url": tenant.agent_base_url}),
+                                         "base_url": tenant.agent_base_url,
+                                         "embeddings": tenant.agent_embeddings,
+                                         "embedding_model": tenant.agent_embedding_model}),
         "phrasing_form": PhrasingForm(prefix="phrasing"),
         "limits_form": LimitsForm(initial={"max_reply_tokens": tenant.agent_max_reply_tokens,
                                            "max_reply_chars": tenant.agent_max_reply_chars,
@@ -228,7 +237,9 @@ def settings_agent(request: HttpRequest) -> HttpResponse:
         api_key = "" if data["clear_key"] else (data["api_key"] or None)
         request.actor.write(tenant_services.tenant_set_agent, both_modes=True,
                             provider=data["provider"], model=data["model"],
-                            base_url=data["base_url"], api_key=api_key)
+                            base_url=data["base_url"], api_key=api_key,
+                            embeddings=data["embeddings"] or None,
+                            embedding_model=data["embedding_model"])
 
     return _save(request, "agent_form", AgentForm(request.POST), write, "Agent settings saved.")
 

@@ -1,5 +1,7 @@
 """An OpenAI-compatible HTTP server on 127.0.0.1 for tests: ``/v1/chat/completions`` with
-function calls, streamed chunks, errors, slow answers and broken streams.
+function calls, streamed chunks, errors, slow answers and broken streams, and ``/v1/embeddings``
+(``fake_embedding``: a hashed bag of words, so that texts sharing words are near), which can be
+made to fail or to be slow on its own.
 
 The service talks to it through the real ``openai`` client, exactly as it would to OpenAI.
 Tests set what it answers and read what it was sent.
@@ -7,13 +9,35 @@ Tests set what it answers and read what it was sent.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
+import re
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import numpy as np
+
+EMBEDDING_DIMENSIONS = 256
+
+
+def fake_embedding(text: str) -> np.ndarray:
+    """What the fake's ``/v1/embeddings`` answers for ``text``: each word (lower-cased) adds ±1
+    at a place its hash picks, and the sum is made unit length. Texts that share words are near,
+    texts that share none are at about 0: unlike the local model's, and deterministic, so that a
+    test can tell which model ranked a passage."""
+    vector = np.zeros(EMBEDDING_DIMENSIONS, dtype=np.float64)
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "little") % EMBEDDING_DIMENSIONS] += (
+            1.0 if digest[4] & 1 else -1.0)
+    if not vector.any():
+        vector[0] = 1.0
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
 
 
 class FakeOpenAI:
@@ -42,6 +66,9 @@ class FakeOpenAI:
         self.finish_reason = "stop"  # of the streamed reply ("length": the token limit)
         self.empty_chunks = False  # interleave chunks without content, as some servers do
         self.break_stream_after: int | None = None  # drop the connection after N chunks
+        # /v1/embeddings alone: answer with this status, or only after this many seconds.
+        self.embeddings_fail_status: int | None = None
+        self.embeddings_delay = 0.0
         self.requests.clear()
         self.headers.clear()
         self.peers.clear()
@@ -60,6 +87,12 @@ class FakeOpenAI:
 
     def reply_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("stream")]
+
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if "input" in r]
+
+    def embedded_texts(self) -> list[str]:
+        return [text for r in self.embedding_requests() for text in _inputs(r)]
 
 
 class _Server(ThreadingHTTPServer):
@@ -102,6 +135,11 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> byte
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
+def _inputs(body: dict[str, Any]) -> list[str]:
+    texts = body.get("input")
+    return [texts] if isinstance(texts, str) else [str(t) for t in texts or []]
+
+
 def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -119,6 +157,8 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             fake.requests.append(body)
             fake.headers.append({k.lower(): v for k, v in self.headers.items()})
             fake.peers.append(self.client_address)
+            if self.path.endswith("/embeddings"):
+                return self._embeddings(body)
             if not self.path.endswith("/chat/completions"):
                 return self._json(404, {"error": {"message": "not found"}})
             if fake.delay:
@@ -137,6 +177,25 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return self._stream(model)
             return self._json(200, _completion(model, {"role": "assistant", "content": fake.reply},
                                                "stop"))
+
+        def _embeddings(self, body: dict[str, Any]) -> None:
+            """As OpenAI answers: one item per input, in order, as floats or, when the client
+            asks (the openai client does by default), base64 of little-endian float32."""
+            if fake.embeddings_delay or fake.delay:
+                time.sleep(fake.embeddings_delay or fake.delay)
+            status = fake.embeddings_fail_status or fake.fail_status
+            if status:
+                return self._json(status, {"error": {"message": "fake failure",
+                                                     "type": "server_error"}})
+            items = []
+            for index, text in enumerate(_inputs(body)):
+                vector = fake_embedding(text)
+                embedding: Any = (base64.b64encode(vector.astype("<f4").tobytes()).decode()
+                                  if body.get("encoding_format") == "base64" else vector.tolist())
+                items.append({"object": "embedding", "index": index, "embedding": embedding})
+            return self._json(200, {"object": "list", "data": items,
+                                    "model": body.get("model", "fake"),
+                                    "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
