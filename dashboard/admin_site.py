@@ -19,14 +19,12 @@ from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
 
-from tenants import two_factor
-
 from .auth import SecondFactor, second_factor
 from .limits import SignInAttempt, refused_page, sign_in_attempt
-from .views.session import code_step
+from .views.session import PasswordThenCode
 
 
-class AdminLoginView(LoginView):
+class AdminLoginView(PasswordThenCode, LoginView):
     """Django's admin login, with the sign-in limits and the second step."""
 
     form_class = AdminAuthenticationForm
@@ -40,16 +38,6 @@ class AdminLoginView(LoginView):
                                 self.get_context_data(form=self.get_form_class()(request)))
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form):
-        self.attempt.failed()
-        return super().form_invalid(form)
-
-    def form_valid(self, form):
-        self.attempt.succeeded()
-        user = form.get_user()
-        if two_factor.totp_device(user=user) is None:
-            return super().form_valid(form)
-        return code_step(self.request, user, next_url=self.get_success_url())
 
 
 class AdminSite(admin.AdminSite):

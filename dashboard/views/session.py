@@ -62,7 +62,26 @@ class TokenForm(forms.Form):
                             widget=forms.PasswordInput(attrs={"autocomplete": "off"}))
 
 
-class DashboardLoginView(LoginView):
+class PasswordThenCode:
+    """A ``LoginView`` whose password counts against the sign-in limits (``self.attempt``, set
+    by the view's ``post``) and, for a person with two-factor sign-in, leads to the code step
+    instead of signing in: the dashboard's sign-in and the admin's share it."""
+
+    attempt: SignInAttempt
+
+    def form_invalid(self, form):
+        self.attempt.failed()
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        self.attempt.succeeded()
+        user = form.get_user()
+        if two_factor.totp_device(user=user) is None:
+            return super().form_valid(form)
+        return code_step(self.request, user, next_url=self.get_success_url())
+
+
+class DashboardLoginView(PasswordThenCode, LoginView):
     template_name = "dashboard/login.html"
     authentication_form = StaffAuthenticationForm
     redirect_authenticated_user = False
@@ -84,16 +103,6 @@ class DashboardLoginView(LoginView):
                 "form": form, "token_form": TokenForm(), "next": request.POST.get("next", "")})
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form):
-        self.attempt.failed()
-        return super().form_invalid(form)
-
-    def form_valid(self, form):
-        self.attempt.succeeded()
-        user = form.get_user()
-        if two_factor.totp_device(user=user) is None:
-            return super().form_valid(form)
-        return code_step(self.request, user, next_url=self.get_success_url())
 
 
 def code_step(request: HttpRequest, user, *, next_url: str) -> HttpResponse:
