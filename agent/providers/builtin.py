@@ -34,7 +34,7 @@ _BY_MEANING = (  # decision → intent, the first that applies wins
     ("support", "support", {"other", "product_question"}),
     ("not_interested", "objection", {"other", "greeting"}),
     ("objection", "objection", {"other"}),
-    ("pricing", "pricing", {"other", "product_question"}),
+    ("pricing", "pricing", {"other"}),
     ("goodbye", "goodbye", {"other"}),
     ("greeting", "greeting", {"other"}),
 )
