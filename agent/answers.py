@@ -28,6 +28,7 @@ STEM = 5  # query words match by their first letters, as retrieval's excerpts do
 
 _BOUNDARY = re.compile(r"(?<=[.!?])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
+_LINE_HEADING = re.compile(r"[^.!?:;,]{2,80}")
 _QUOTE_OR_HEADING = re.compile(r"^\s*(?:(?:>\s*)+|#{1,6}\s+)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)]|[a-z][.)])\s+")
 _EMPHASIS = re.compile(r"\*\*|__|`")
@@ -111,8 +112,13 @@ def headed_sentences_of(text: str, heading: str = "") -> list[tuple[str, str]]:
                 found.append((heading, _row_sentence(header, cells)))
             continue
         header = None
-        found.extend((heading, sentence) for sentence in sentences_of(line)
-                     if not sentence.endswith("?"))
+        sentences = sentences_of(line)
+        if not sentences and _LINE_HEADING.fullmatch(line.strip()):
+            # A short line that is no sentence: a heading of a PDF or a Word file, which has no
+            # Markdown marks ("Installing the widget", then how).
+            heading = line.strip()
+            continue
+        found.extend((heading, sentence) for sentence in sentences if not sentence.endswith("?"))
     return found
 
 

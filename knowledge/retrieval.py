@@ -110,8 +110,8 @@ def retrieve(*, tenant: Tenant, livemode: bool, query: str, limit: int = 3,
     ``query_vector`` is the question's embedding by the local model when the caller has it
     already (the turn embeds the visitor's message once for its decisions too); ``question``
     its embedding by the tenant's provider (``embed_question``), made here when not given."""
-    if limit <= 0 or not query or not query.strip():
-        return []
+    if limit <= 0 or not query or not query.strip() or not index.query_terms(query):
+        return []  # nothing but filler ("ok thanks", "Hi! Can you tell me something?")
     lexical = index.search(tenant=tenant, livemode=livemode, query=query, limit=CANDIDATES)
     if question is None:
         question = embed_question(tenant=tenant, query=query)

@@ -70,7 +70,8 @@ class BuiltinProvider(Provider):
             wants_meeting=reading.intent in ("demo_request", "booking", "purchase_intent"),
             chosen_slot=reading.slot_token,
             ends_conversation=reading.intent == "goodbye",
-            language=detect_language(ctx.message, prior=ctx.language),
+            # The message's own language, or None when it tells none: the turn keeps its own.
+            language=detect_language(ctx.message),
             cited=cited,
             decisions=understood.as_turn() if understood else {},
         )

@@ -59,7 +59,9 @@ NEAREST = 2  # the nearest examples the evidence names
 # 0.95 in the dev split's cross-validation (``calibrate``; docs/agent.md, "Evaluation").
 THRESHOLDS: dict[str, float] = {
     "person": 0.68,
-    "meeting": 0.36,
+    # The cross-validation's lowest, 0.36, read "We need it this quarter" as a wish to meet:
+    # 0.56, the lowest before the veto, keeps precision where the folds are thin.
+    "meeting": 0.56,
     "pricing": 0.52,
     "objection": 0.72,
     "not_interested": 0.74,

@@ -376,8 +376,6 @@ def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) ->
     if analysis.intent not in conversation.intents:
         conversation.intents = [*conversation.intents, analysis.intent]
     conversation.contact = contact.as_dict()
-    if analysis.language in CONVERSATION_LANGUAGES:
-        conversation.language = conversation.language or analysis.language
     return _Turn(conversation=conversation, analysis=analysis, contact=contact, given_email=given,
                  seen=set(conversation.signals) | set(analysis.signals) | set(reading.signals),
                  slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
@@ -545,7 +543,12 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None
         interrupted=interrupted, turn=turn or {},
     )
     _summarize(conversation, analysis)
-    if opened.language_told:
+    # The analysis' reading of the message's language (a model's, or the builtin's of the
+    # message alone) first, then what the request or the message told; a turn that tells
+    # nothing ("Hello" first) leaves the conversation's language as it was.
+    if analysis.language in CONVERSATION_LANGUAGES:
+        conversation.language = analysis.language
+    elif opened.language_told:
         conversation.language = opened.ctx.language
     conversation.save(update_fields=["message_count", "last_message_at", "subject", "summary",
                                      "language", "updated_at"])
