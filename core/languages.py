@@ -24,7 +24,8 @@ SPOKEN = ("en", "de", "fr", "es", "it", "pt", "nl")
 PRIOR_BONUS = 0.35
 MIN_CONFIDENCE = 0.30
 SHORT_CONFIDENCE = 0.50
-_NOISE = re.compile(r"\S+@\S+|https?://\S+|www\.\S+|[\d+()/.:,-]{3,}|\s+")
+SWITCH_WORDS = 4
+_NOISE = re.compile(r"\S+@\S+|https?://\S+|www\.\S+|\S*\d\S*|\s+")
 
 _lock = threading.Lock()
 _models: dict[str, object] = {}
@@ -103,9 +104,14 @@ def detect_language(text: str, *, prior: str | None = None,
     if not scores:
         return prior
     best = max(scores, key=scores.__getitem__)
-    # A word or two and nothing to go on ("Hello", "hola", "olá"): most greetings are words of
-    # several languages, so only a clear reading counts.
-    needed = MIN_CONFIDENCE if prior or len(_words(text).split()) > 2 else SHORT_CONFIDENCE
+    # A word or two and nothing to go on ("Hello", "hola", "book 2026-12-01T09:00Z"): most such
+    # words belong to several languages, so only a clear reading counts.
+    words = len(_words(text).split())
+    needed = MIN_CONFIDENCE if prior or words > 2 else SHORT_CONFIDENCE
     if scores[best] < needed:
+        return prior
+    # Three words or fewer do not move a conversation to another language ("book 2 Dec" is no
+    # Dutch, "ok merci" no French conversation).
+    if prior and best != prior and words < SWITCH_WORDS:
         return prior
     return best

@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator
 
 from django.conf import settings
 
-from core.languages import detect_language
-
 from .. import answers, rules, understanding
 from ..phrases import handoff_text, phrase
 from ..types import Analysis, Handoff, ReplyPlan, TurnContext
@@ -70,8 +68,9 @@ class BuiltinProvider(Provider):
             wants_meeting=reading.intent in ("demo_request", "booking", "purchase_intent"),
             chosen_slot=reading.slot_token,
             ends_conversation=reading.intent == "goodbye",
-            # The message's own language, or None when it tells none: the turn keeps its own.
-            language=detect_language(ctx.message),
+            # The turn told the language already (ctx.language, from the request or the message
+            # with the conversation's as the prior); the builtin reads no other.
+            language=None,
             cited=cited,
             decisions=understood.as_turn() if understood else {},
         )

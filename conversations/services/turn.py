@@ -149,7 +149,9 @@ def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
     silent = conversation.status == ConversationStatus.HANDED_OFF
     # The conversation's language holds unless the message says otherwise clearly; a first
     # message that tells none ("Hello") is answered in English and sets nothing.
-    told = inp.language or detect_language(inp.message, prior=conversation.language or None)
+    # A slot chosen from the offered ones is the service's own words: it tells no language.
+    told = inp.language or (None if chosen_slot else
+                            detect_language(inp.message, prior=conversation.language or None))
     language = told or "en"
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
     earlier = _earlier_messages(conversation, message)
