@@ -8,8 +8,10 @@ from django.utils import timezone
 from core.models import EventType
 
 # The filter values of the v1 activity feed (the specification's "Activity types", and the
-# meeting lifecycle's: docs/meetings.md).
+# meeting lifecycle's: docs/meetings.md; erasures and retention runs: docs/privacy.md).
 ACTIVITY_TYPES = frozenset({
+    EventType.DATA_ERASED,
+    EventType.DATA_EXPIRED,
     EventType.MEETING_BOOKED,
     EventType.MEETING_RESCHEDULED,
     EventType.MEETING_CANCELLED,

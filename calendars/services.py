@@ -251,3 +251,35 @@ def calendar_writes_sweep(*, now: datetime | None = None, batch: int = SWEEP_BAT
     with contextlib.suppress(Exception):
         enqueue(ids)
     return len(ids)
+
+
+# --- erasure (docs/privacy.md) -------------------------------------------------------------
+
+def calendar_events_of(*, meeting_ids: Iterable[Any]) -> list[dict[str, str]]:
+    """Where the meetings' VEVENTs are, or may be, in their hosts' calendars: one
+    ``{"host": <user id>, "href": <url>}`` per meeting with a host whose calendar is connected.
+    Neither carries personal data (the href is named by the meeting's id), so an erasure may
+    keep them until the events are gone."""
+    found = []
+    writes = MeetingCalendarWrite.objects.filter(meeting_id__in=list(meeting_ids),
+                                                 host__isnull=False)
+    for write in writes.select_related("meeting"):
+        connection = CalendarConnection.objects.filter(
+            tenant_id=write.tenant_id, user_id=write.host_id, verified_at__isnull=False).first()
+        if connection is None:
+            continue
+        href = write.href or f"{connection.calendar_url.rstrip('/')}/{write.meeting_id}.ics"
+        found.append({"host": str(write.host_id), "href": href})
+    return found
+
+
+def calendar_event_remove(*, tenant: Any, host_id: Any, href: str) -> None:
+    """Removes one VEVENT from a host's calendar (already gone, or a calendar disconnected since,
+    is nothing to do). Raises CalendarUnavailable."""
+    connection = CalendarConnection.objects.filter(
+        tenant=tenant, user_id=host_id, verified_at__isnull=False).first()
+    if connection is None:
+        return
+    account = dav.Account(url=connection.calendar_url, username=connection.username,
+                          password=connection.password)
+    dav.delete_event(account, href)

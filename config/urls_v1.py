@@ -8,7 +8,7 @@ from config.api.views import SchemaView, SwaggerView, V1NotFoundView
 # The documented API; the OpenAPI schema is generated from exactly these.
 routes = [
     path("api/v1/", include(f"{app}.api.urls_v1"))
-    for app in ("tenants", "leads", "conversations", "webhooks", "analytics", "knowledge")
+    for app in ("tenants", "leads", "conversations", "webhooks", "analytics", "knowledge", "privacy")
 ]
 
 urlpatterns = [

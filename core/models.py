@@ -47,6 +47,10 @@ class EventType(models.TextChoices):
     TEAM_MEMBER_REACTIVATED = "team.member_reactivated"
     TEAM_TWO_FACTOR_REQUIRED = "team.two_factor_required"
     TEAM_MEMBER_TWO_FACTOR = "team.member_two_factor"
+    # A person's data was erased, or expired by the tenant's retention (docs/privacy.md): the
+    # activity feed says so with counts and no personal data; no webhook carries them.
+    DATA_ERASED = "data.erased"
+    DATA_EXPIRED = "data.expired"
     # Sent by hand to one webhook receiver (the dashboard's "Send test event"): both webhook
     # surfaces show it to that receiver alone; no subscription can ask for it.
     WEBHOOK_TEST = "webhook.test"

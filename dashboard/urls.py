@@ -40,6 +40,8 @@ urlpatterns = [
     path("leads/", leads.lead_index, name="leads"),
     path("leads/<uuid:lead_id>/", leads.lead_detail, name="lead"),
     path("leads/<uuid:lead_id>/status/", leads.lead_set_status, name="lead-status"),
+    path("leads/<uuid:lead_id>/export/", leads.lead_export, name="lead-export"),
+    path("leads/<uuid:lead_id>/erase/", leads.lead_erase, name="lead-erase"),
     path("meetings/<uuid:meeting_id>/cancel/", leads.meeting_cancel, name="meeting-cancel"),
     path("meetings/<uuid:meeting_id>/reschedule/", leads.meeting_reschedule,
          name="meeting-reschedule"),

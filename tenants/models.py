@@ -6,6 +6,7 @@ import secrets
 import uuid
 
 from django.contrib.auth.models import AbstractUser
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from core import crypto
@@ -120,6 +121,16 @@ class Tenant(models.Model):
     # Every member of the staff signs in with a TOTP code after the password; one without a
     # device is sent to set it up before anything else (docs/dashboard.md, "Accounts").
     require_two_factor = models.BooleanField(default=False)
+
+    # Retention (docs/privacy.md): erased by the hourly sweeper once older than this many days;
+    # none keeps them until they are deleted. Conversations by their last message, leads that
+    # never converted by their last activity, events by when they happened.
+    retention_conversation_days = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(3650)])
+    retention_lead_days = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(3650)])
+    retention_event_days = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(3650)])
 
     # SHA-256 of the admin token that opens a legacy cookie session.
     admin_token_hash = models.CharField(max_length=64, blank=True, db_index=True, editable=False)

@@ -143,6 +143,12 @@ class TenantScopedMixin:
         """Tenant and mode for a service call, from the caller and nowhere else."""
         return {"tenant": self.caller.tenant, "livemode": self.caller.livemode}
 
+    def requested_by(self) -> str:
+        """Who asked, as an audit line names them: the API key's visible part, or the legacy
+        admin session."""
+        key = self.caller.api_key
+        return f"API key {key.prefix}…{key.last4}" if key else "Legacy admin session"
+
 
 class V1APIView(V1Mixin, APIView):
     pass

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "widget",
     "dashboard",
     "calendars",
+    "privacy",
     # Optional TOTP two-factor sign-in for the staff, with backup codes (docs/dashboard.md,
     # "Accounts").
     "django_otp",
@@ -286,6 +287,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     "offer-waiting-handoffs": {"task": "conversations.routing_sweep", "schedule": 30.0},
     # Chunks without a vector of the current embedding model (docs/knowledge.md).
     "reembed-chunks": {"task": "knowledge.reembed", "schedule": 60.0},
+    # Erasures that wait (a lost task, a calendar to retry) and the tenants' retention
+    # (docs/privacy.md).
+    "privacy-sweep": {"task": "privacy.sweep", "schedule": 60.0},
+    "privacy-retention": {"task": "privacy.retention", "schedule": 3600.0},
 }
 CELERY_TIMEZONE = "UTC"
 

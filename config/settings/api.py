@@ -38,6 +38,8 @@ SPECTACULAR_SETTINGS = {
         "DocumentStatusEnum": "knowledge.models.DOCUMENT_STATUSES",
         "DocumentTypeEnum": "knowledge.models.DOCUMENT_TYPES",
         "UserStatusEnum": "tenants.models.UserStatus",
+        "ErasureStatusEnum": "privacy.models.ErasureStatus",
+        "ErasureSubjectKindEnum": "privacy.models.SubjectKind",
     },
     "SCHEMA_PATH_PREFIX_TRIM": False,
     # Swagger UI's assets are served by the service itself: no third-party requests.

@@ -30,8 +30,8 @@ from conversations.models import Channel, Conversation, ConversationStatus, Mess
 from conversations.selectors import conversation_list, conversation_messages
 from conversations.services import (
     conversation_close,
-    conversation_delete,
 )
+from core import privacy
 from core.ids import decode
 from core.languages import ISO_639_1
 from core.pagination import paginate
@@ -318,7 +318,7 @@ class ConversationViewSet(V1ViewSet):
 
     @extend_schema(operation_id="v1_conversations_delete", responses={204: None, **v1_errors(404)})
     def destroy(self, request, id: str):
-        conversation_delete(conversation=self.get_object())
+        privacy.erase_conversation(self.get_object(), requested_by=self.requested_by())
         return Response(status=204)
 
     @extend_schema(operation_id="v1_conversations_close", request=None,

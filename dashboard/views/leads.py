@@ -3,6 +3,8 @@ staff reschedule or cancel here), the emails sent about it, and its history."""
 
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -21,6 +23,8 @@ from conversations.services import meetings as meeting_services
 from leads import selectors as lead_selectors
 from leads import services as lead_services
 from leads.vocabulary import LeadSource, LeadStatus
+from privacy import services as privacy_services
+from privacy.models import SubjectKind
 from tenants import selectors as tenant_selectors
 
 from ..auth import dashboard_view
@@ -179,3 +183,34 @@ def lead_set_status(request: HttpRequest, lead_id: str) -> HttpResponse:
     else:
         messages.error(request, "Choose one of the listed statuses.")
     return redirect("dashboard:lead", lead_id=lead.pk)
+
+
+# --- a person's data (docs/privacy.md) -----------------------------------------------------
+
+@dashboard_view()
+def lead_export(request: HttpRequest, lead_id: str) -> HttpResponse:
+    """Everything stored about the person behind the lead, as the API's export, to download."""
+    lead = request.actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    document = privacy_services.person_export(tenant=lead.tenant, livemode=lead.livemode,
+                                              kind=SubjectKind.LEAD, value=str(lead.pk))
+    response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False),
+                            content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="lead_{lead.pk.hex}.json"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@dashboard_view(manage=True)
+def lead_erase(request: HttpRequest, lead_id: str) -> HttpResponse:
+    """Asks, naming what goes; on POST erases the person behind the lead everywhere."""
+    lead = request.actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    if request.method != "POST":
+        return render(request, "dashboard/lead_erase.html", {
+            "lead": lead, "preview": privacy_services.erasure_preview(lead=lead),
+            "section": "leads"})
+    erasure = privacy_services.lead_erase(lead=lead, requested_by=request.actor.name)
+    counts = erasure.counts
+    messages.success(request, f"Erased: {counts['leads']} lead, {counts['conversations']} "
+                              f"conversation(s), {counts['messages']} message(s), "
+                              f"{counts['meetings']} meeting(s), {counts['emails']} email(s).")
+    return redirect("dashboard:leads")

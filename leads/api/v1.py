@@ -28,6 +28,7 @@ from config.api.fields import (
 from config.api.query import RANGE_HELP, DayField, PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
+from core import privacy
 from core.errors import FieldError, Unprocessable
 
 from .. import presenters, selectors, services
@@ -237,7 +238,8 @@ class LeadViewSet(V1ViewSet):
 
     @extend_schema(operation_id="v1_leads_delete", responses={204: None, **v1_errors(404)})
     def destroy(self, request, id: str):
-        services.lead_delete(lead=self.get_object())
+        # The person behind the lead goes everywhere, not the lead row alone (docs/privacy.md).
+        privacy.erase_lead(self.get_object(), requested_by=self.requested_by())
         return Response(status=204)
 
     @staticmethod

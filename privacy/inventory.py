@@ -1,0 +1,66 @@
+"""Every table with a text, JSON or binary column, and what an erasure does with it
+(docs/privacy.md, "Where a person is kept").
+
+A test fails when a model with such a column is missing here (tests/privacy/test_inventory.py):
+a new table that could hold a person must say how it is erased, or why it holds nobody. The
+erasure scan (tests/privacy/test_erasure.py) then proves it, column by column.
+"""
+
+from __future__ import annotations
+
+ERASED = "erased"
+NOBODY = "holds no visitor's data"
+
+INVENTORY: dict[str, tuple[str, str]] = {
+    # The person's own records.
+    "leads.Lead": (ERASED, "deleted through lead_delete (lead.deleted fires with the id)"),
+    "leads.LeadSearch": (ERASED, "the lead's search row, forgotten with the lead"),
+    "leads.LeadSearchWord": (ERASED, "the lead's search words, forgotten with the lead"),
+    "conversations.Conversation": (ERASED, "deleted through conversation_delete"),
+    "conversations.Message": (ERASED, "deleted with their conversation"),
+    "conversations.Meeting": (ERASED, "deleted; the event in the host's calendar is removed"),
+    "conversations.OutboundEmail": (ERASED, "every email to the person, about their lead, "
+                                            "meeting or conversation, deleted"),
+    "calendars.MeetingCalendarWrite": (ERASED, "deleted with the meeting"),
+    "analytics.LeadJourney": (ERASED, "deleted with the lead"),
+    "analytics.VisitorDay": (ERASED, "the visitor id replaced by a random pseudonym; the "
+                                     "counts stay"),
+    "core.Event": (ERASED, "kept with ids, counts, statuses and times: the person's fields "
+                           "in the facts emptied, their strings in any text replaced"),
+    "webhooks.DeliveryAttempt": (ERASED, "the receiver's answer (which may echo the payload) "
+                                         "of attempts about the person, emptied"),
+    "apikeys.IdempotencyKey": (ERASED, "stored answers that showed the person, deleted"),
+    "admin.LogEntry": (ERASED, "the Django admin's history of the person's records: their "
+                               "text replaced"),
+    "privacy.Erasure": (ERASED, "the value that named the person is kept, encrypted, only "
+                                "until the erasure has found them"),
+    # The tenant's own data: no visitor is in it.
+    "leads.LeadDailyCount": (NOBODY, "counts by status and source"),
+    "leads.LeadUpdatedDayCount": (NOBODY, "counts by status and source"),
+    "leads.LeadScoreCount": (NOBODY, "counts by status and source"),
+    "analytics.ChannelDailyStat": (NOBODY, "counts per channel and day"),
+    "analytics.LeadDailyStat": (NOBODY, "counts per source, channel and day"),
+    "webhooks.Delivery": (NOBODY, "statuses and times; the payload is rendered from the "
+                                  "event's facts when it leaves"),
+    "webhooks.Subscription": (NOBODY, "the tenant's receivers"),
+    "webhooks.LegacyWebhook": (NOBODY, "the tenant's receivers"),
+    "knowledge.Document": (NOBODY, "the tenant's documents"),
+    "knowledge.DocumentSource": (NOBODY, "the tenant's documents"),
+    "knowledge.Chunk": (NOBODY, "the tenant's documents"),
+    "knowledge.TermFrequency": (NOBODY, "the tenant's documents"),
+    "knowledge.ChunkVector": (NOBODY, "the tenant's documents"),
+    "agent.AgentTestSet": (NOBODY, "questions the staff wrote to test the agent"),
+    "tenants.Tenant": (NOBODY, "the tenant's settings"),
+    "tenants.User": (NOBODY, "the staff"),
+    "tenants.Invitation": (NOBODY, "invitations of staff"),
+    "apikeys.ApiKey": (NOBODY, "the tenant's keys"),
+    "widget.WidgetSettings": (NOBODY, "the widget's look"),
+    "calendars.CalendarConnection": (NOBODY, "the reps' calendars"),
+    "otp_totp.TOTPDevice": (NOBODY, "the staff's second factor"),
+    "otp_static.StaticDevice": (NOBODY, "the staff's backup codes"),
+    "otp_static.StaticToken": (NOBODY, "the staff's backup codes (hashed)"),
+    "sessions.Session": (NOBODY, "the staff's dashboard sessions; visitors have none"),
+    "auth.Permission": (NOBODY, "Django's permissions"),
+    "auth.Group": (NOBODY, "Django's groups"),
+    "contenttypes.ContentType": (NOBODY, "Django's model registry"),
+}
