@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from core.admin import ViewOnlyAdmin
+
 from .models import ApiKey, IdempotencyKey
 
 
@@ -22,9 +24,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(IdempotencyKey)
-class IdempotencyKeyAdmin(admin.ModelAdmin):
+class IdempotencyKeyAdmin(ViewOnlyAdmin):
     """For support: which keys a client used and what it was answered. Read-only: records are
-    written by the v1 views and expire by themselves."""
+    written by the v1 views and expire by themselves; a stored answer can name a person, whom
+    only the erasure removes."""
 
     list_display = ["key", "api_key", "state", "response_status", "created_at"]
     list_filter = ["state", "livemode"]
@@ -32,9 +35,3 @@ class IdempotencyKeyAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "tenant", "livemode", "api_key", "key", "fingerprint", "state",
                        "response_status", "response_headers", "created_at", "locked_at"]
     exclude = ["response_body"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False

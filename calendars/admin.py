@@ -1,11 +1,13 @@
 """Calendars in the Django admin: a rep's connection is verified when saved, its password is
-write-only; meeting writes are read-only, with a "try again now" action for failed ones."""
+write-only; meeting writes are read-only (nothing deletes one: core/admin.py), with a "try again
+now" action for failed ones, which goes through the service."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
 
+from core.admin import ViewOnlyAdmin
 from core.errors import ServiceError
 from tenants.models import User
 
@@ -56,17 +58,11 @@ class CalendarConnectionAdmin(admin.ModelAdmin):
 
 
 @admin.register(MeetingCalendarWrite)
-class MeetingCalendarWriteAdmin(admin.ModelAdmin):
+class MeetingCalendarWriteAdmin(ViewOnlyAdmin):
     list_display = ("meeting", "tenant", "host", "status", "attempts", "next_attempt_at",
                     "last_error")
     list_filter = ("status", "tenant")
     actions = ["retry_now"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     @admin.action(description="Try the failed calendar writes again now")
     def retry_now(self, request, queryset):

@@ -67,12 +67,12 @@ def prepare(tenant: Tenant, *, now: datetime) -> None:
         return
     zone = scheduling.zone_of(tenant)
     futures = {_pool.submit(_fetch, _account(c), keys[c.pk], start, end, c.freebusy_query, zone,
-                            c.user.email): c for c in missing}
+                            c.user_id): c for c in missing}
     _done, late = wait(futures, timeout=dav.timeout_seconds())
     for future in late:
         connection = futures[future]
-        logger.warning("Calendar of %s did not answer within %g s: its slots come from the "
-                       "availability table for now", connection.user.email, dav.timeout_seconds())
+        logger.warning("Calendar of user %s did not answer within %g s: its slots come from the "
+                       "availability table for now", connection.user_id, dav.timeout_seconds())
         cache.add(keys[connection.pk], DOWN, cache_seconds())  # unless the answer came meanwhile
 
 
@@ -82,13 +82,13 @@ def _account(connection: CalendarConnection) -> dav.Account:
 
 
 def _fetch(account: dav.Account, key: str, start: datetime, end: datetime, freebusy: bool,
-           zone: Any, who: str) -> None:
+           zone: Any, user_id: int) -> None:
     try:
         periods = dav.busy_periods(account, start=start, end=end, freebusy_query=freebusy,
                                    zone=zone)
     except CalendarUnavailable as exc:
-        logger.warning("Calendar of %s could not be read (%s): its slots come from the "
-                       "availability table for now", who, exc)
+        logger.warning("Calendar of user %s could not be read (%s): its slots come from the "
+                       "availability table for now", user_id, exc)
         cache.set(key, DOWN, cache_seconds())
         return
     cache.set(key, [(a.timestamp(), b.timestamp()) for a, b in periods], cache_seconds())

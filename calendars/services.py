@@ -72,7 +72,8 @@ def calendar_connect(*, tenant: Tenant, user: Any, url: str, username: str,
             "updated_at": now})
         retried = _retry_failed(tenant=tenant, host=user, now=now)
         transaction.on_commit(lambda: enqueue(retried))
-    logger.info("Calendar of %s connected: %s", user.email, found.calendar_url)
+    # Ids only: an address, and a calendar's URL that often holds one, are personal data.
+    logger.info("Calendar of user %s connected", user.pk)
     return connection
 
 

@@ -14,12 +14,14 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from config.handlers import get_asgi_application  # noqa: E402
 from config.serving import (  # noqa: E402
+    configure_daphne_access_log,
     configure_daphne_requests,
     settle_garbage_collector,
     warm_up_the_agent,
 )
 
 configure_daphne_requests()
+configure_daphne_access_log()
 
 django_asgi_app = get_asgi_application()
 

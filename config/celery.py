@@ -7,7 +7,7 @@ Broker: Redis when ``REDIS_URL`` is set, otherwise a SQLite file under ``var/cel
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -30,3 +30,13 @@ def _keep_database_connections(**kwargs) -> None:
     if settings.DATABASES["default"].get("OPTIONS", {}).get("pool"):
         return  # the pool keeps connections already; Django refuses CONN_MAX_AGE beside it
     settings.DATABASES["default"]["CONN_MAX_AGE"] = settings.WORKER_DB_CONN_MAX_AGE
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _redact_log_lines(logger, **kwargs) -> None:
+    """A worker's and beat's lines mask email addresses as the web's do: Celery sets up its own
+    handlers in place of the settings' ``LOGGING`` (config/logs.py)."""
+    from config.logs import redact_handlers
+
+    redact_handlers(logger)

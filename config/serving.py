@@ -88,6 +88,15 @@ def configure_daphne_requests() -> None:
             self._refuse_body()
             channel.allContentReceived()
 
+        def __repr__(self) -> str:
+            # Daphne's warnings name a request by its repr ("Application instance ... for
+            # connection <WebRequest ...> took too long"), which Twisted builds with the whole
+            # URI: the path alone here, as in the access log (configure_daphne_access_log).
+            uri = getattr(self, "uri", None) or b""
+            method = getattr(self, "method", None) or b"-"
+            return (f"<WebRequest at 0x{id(self):x} method={method.decode('ascii', 'replace')} "
+                    f"path={uri.partition(b'?')[0].decode('ascii', 'replace')}>")
+
         def _refusable(self) -> bool:
             """HTTP/1.1 and 1.0 only (daphne speaks HTTP/2 only over TLS with the h2 package,
             which the service does not install), and only the request being received."""
@@ -103,6 +112,35 @@ def configure_daphne_requests() -> None:
             channel.loseConnection = lambda: _linger_then_close(channel)
 
     http_protocol.WebRequest = WebRequest
+
+
+def configure_daphne_access_log() -> None:
+    """Keeps query strings out of daphne's access log (issue 28, "Logs").
+
+    Daphne writes one line per request to standard output (its ``--access-log``, on at the
+    default verbosity; ``runserver`` logs the same through ``django.channels.server``) with the
+    request's whole URI. A query string is where searches go (``/api/v1/leads?search=…``,
+    ``/dashboard/leads/?q=…``), and searches are names, emails and phone numbers: the line
+    keeps the path and drops the query, for every endpoint, since which ones carry personal data
+    changes as the API grows. Both loggers are fed by one method, ``Server.log_action``; it is
+    wrapped here, before daphne builds its server (it loads the application first).
+    docs/privacy.md, "Logs", says what a line holds."""
+    try:
+        from daphne.server import Server
+    except ImportError:  # not served by daphne
+        return
+    if getattr(Server.log_action, "_salesagent_path_only", False):
+        return
+    log_action = Server.log_action
+
+    def path_only(self, protocol, action, details):
+        path = details.get("path")
+        if isinstance(path, str) and "?" in path:
+            details = {**details, "path": path.partition("?")[0]}
+        log_action(self, protocol, action, details)
+
+    path_only._salesagent_path_only = True  # type: ignore[attr-defined]
+    Server.log_action = path_only
 
 
 def _ignore(data: bytes) -> None:

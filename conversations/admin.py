@@ -1,36 +1,24 @@
+"""Conversations, messages, meetings and emails change and go only through the chat's and the
+dashboard's services (events, live streams, the meeting's emails and calendar, erasure): the
+admin shows them (core/admin.py)."""
+
 from django.contrib import admin
+
+from core.admin import ViewOnlyAdmin, ViewOnlyInline
 
 from .models import Conversation, Meeting, Message, OutboundEmail
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Conversations change only through the chat and the dashboard's services (events,
-    live streams); the admin shows them."""
-
-    show_full_result_count = False
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-
-class MessageInline(admin.TabularInline):
+class MessageInline(ViewOnlyInline):
     model = Message
     fields = ["sequence", "role", "author", "content", "intent", "confidence", "created_at"]
     readonly_fields = fields
     ordering = ["sequence"]
-    extra = 0
-    can_delete = False
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnlyAdmin):
+class ConversationAdmin(ViewOnlyAdmin):
     list_display = ["id", "tenant", "livemode", "channel", "status", "lead", "assigned_to",
                     "message_count", "lead_score", "last_message_at"]
     list_filter = ["status", "channel", "livemode", "tenant"]
@@ -41,7 +29,7 @@ class ConversationAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdmin):
+class MessageAdmin(ViewOnlyAdmin):
     list_display = ["id", "conversation", "tenant", "role", "author", "intent", "created_at"]
     list_filter = ["role", "livemode", "interrupted", "tenant"]
     search_fields = ["content", "conversation__id"]
@@ -50,7 +38,7 @@ class MessageAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Meeting)
-class MeetingAdmin(ReadOnlyAdmin):
+class MeetingAdmin(ViewOnlyAdmin):
     list_display = ["starts_at", "lead", "tenant", "livemode", "status", "host", "sequence",
                     "time_zone"]
     list_filter = ["status", "livemode", "tenant"]
@@ -60,7 +48,7 @@ class MeetingAdmin(ReadOnlyAdmin):
 
 
 @admin.register(OutboundEmail)
-class OutboundEmailAdmin(ReadOnlyAdmin):
+class OutboundEmailAdmin(ViewOnlyAdmin):
     """The emails the service sent or is sending: the dashboard shows them per lead."""
 
     list_display = ["created_at", "kind", "to", "subject", "tenant", "livemode", "status",

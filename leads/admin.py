@@ -1,12 +1,14 @@
 from django.contrib import admin
 
+from core.admin import ViewOnlyAdmin
+
 from .models import Lead
 
 
 @admin.register(Lead)
-class LeadAdmin(admin.ModelAdmin):
-    """Operators look leads up; edits go through the API or the dashboard, whose services keep
-    the events and daily counts right, so the admin shows leads read-only."""
+class LeadAdmin(ViewOnlyAdmin):
+    """Operators look leads up; edits and deletions go through the API or the dashboard, whose
+    services keep the events, webhooks and daily counts right (core/admin.py)."""
 
     list_display = ["email", "name", "company", "tenant", "livemode", "status", "score", "source",
                     "created_at"]
@@ -14,10 +16,3 @@ class LeadAdmin(admin.ModelAdmin):
     search_fields = ["email", "name", "company", "tenant__name"]
     list_select_related = ["tenant"]
     ordering = ["-created_at", "-id"]
-    show_full_result_count = False
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False

@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
+from core.admin import ViewOnlyAdmin
+
 from .models import Invitation, Tenant, User
 
 
@@ -35,7 +37,7 @@ class TenantUserAdmin(UserAdmin):
 
 
 @admin.register(Invitation)
-class InvitationAdmin(admin.ModelAdmin):
+class InvitationAdmin(ViewOnlyAdmin):
     """Read-only: managers invite, resend and revoke on the dashboard's Team page, which emits
     the events; the link's token is never shown (only its hash is stored)."""
 
@@ -46,9 +48,3 @@ class InvitationAdmin(admin.ModelAdmin):
     fields = ["id", "tenant", "email", "role", "invited_by", "created_at", "sent_at",
               "expires_at", "accepted_at", "revoked_at", "user"]
     readonly_fields = fields
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False

@@ -276,3 +276,41 @@ class Invitation(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.accepted_at is None and self.revoked_at is None
+
+
+class StaffAccessAction(models.TextChoices):
+    VIEWED = "viewed", "Viewed"
+    EXPORTED = "exported", "Exported"
+    ERASED = "erased", "Erased"
+
+
+class StaffAccess(models.Model):
+    """One time a member of the staff (or the admin token) viewed, exported or erased a person's
+    data in the dashboard: the staff access audit that managers read on the Privacy page
+    (docs/privacy.md, "Staff access audit").
+
+    It holds ids only, never the person's details: ``lead_id`` and ``conversation_id`` are plain
+    UUIDs, not foreign keys, so that the line outlives the erasure of the person it is about.
+    ``user_label`` keeps the staff member's name as it was, for when their account is gone. Not
+    an ``Event``: it is no domain fact, no webhook or activity feed carries it, and a page view
+    pays one INSERT for it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+",
+                               db_index=False)  # the index below leads with it
+    livemode = models.BooleanField()
+    # None: the admin token, or a member whose account was deleted since.
+    user = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    user_label = models.CharField(max_length=200)
+    action = models.CharField(max_length=10, choices=StaffAccessAction.choices)
+    lead_id = models.UUIDField(null=True, blank=True)
+    conversation_id = models.UUIDField(null=True, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "livemode", "at", "id"],
+                                name="staff_access_tenant_at")]
+
+    def __str__(self) -> str:
+        return f"{self.user_label} {self.action} lead {self.lead_id} at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from core import crypto
 from core.models import Event, EventType
 
-from .models import Invitation, Tenant, User
+from .models import Invitation, StaffAccess, Tenant, User
 
 TEAM_EVENT_TYPES = [t for t in EventType.values if t.startswith("team.")]
 
@@ -150,3 +150,9 @@ def staff_for_password_reset(*, email: str) -> list[User]:
     found = User.objects.filter(email__iexact=(email or "").strip(), is_active=True,
                                 tenant__isnull=False)
     return [user for user in found if user.has_usable_password()]
+
+
+def staff_accesses(*, tenant: Tenant, livemode: bool) -> QuerySet[StaffAccess]:
+    """The staff access audit of the tenant's data in one mode, newest first (the Privacy page
+    pages through it on the ``staff_access_tenant_at`` index)."""
+    return StaffAccess.objects.filter(tenant=tenant, livemode=livemode).order_by("-at", "-id")

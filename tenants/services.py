@@ -19,7 +19,17 @@ from core.text import CONTROL_MESSAGE, has_control
 from core.timestamps import format_timestamp
 
 from .availability import clean_working_hours
-from .models import AgentDecision, AgentProvider, EmbeddingsSource, Plan, Tenant, User, UserRole
+from .models import (
+    AgentDecision,
+    AgentProvider,
+    EmbeddingsSource,
+    Plan,
+    StaffAccess,
+    StaffAccessAction,
+    Tenant,
+    User,
+    UserRole,
+)
 from .selectors import ADMIN_TOKEN_PREFIX
 from .team import name_problems, staff_email
 
@@ -511,3 +521,27 @@ def agent_phrasing_remove(*, tenant: Tenant, phrasing_id: str) -> None:
     if len(kept) == len(phrasings):
         raise NotFound("No such phrasing.")
     _store_phrasings(tenant, kept)
+
+
+# --- the staff access audit (docs/privacy.md, "Staff access audit") ------------------------------
+
+ADMIN_TOKEN_LABEL = "Administrator (admin token)"
+
+
+def record_staff_access(*, tenant: Tenant, livemode: bool, user: User | None, action: str,
+                        lead_id: uuid.UUID | None = None,
+                        conversation_id: uuid.UUID | None = None) -> StaffAccess:
+    """Records that ``user`` (None: the admin token) viewed, exported or erased the data of the
+    person of ``lead_id`` and/or ``conversation_id`` in the dashboard, now.
+
+    One INSERT and nothing else, no transaction of its own and no event: the lead's and the
+    conversation's pages call it on every view. Ids only, so that the line holds nothing of the
+    person and outlives their erasure; the staff member's name is kept as it is now."""
+    if action not in StaffAccessAction.values:
+        raise ValueError(f"Unknown staff access action {action!r}.")
+    if lead_id is None and conversation_id is None:
+        raise ValueError("A staff access names a lead, a conversation or both.")
+    return StaffAccess.objects.create(
+        tenant=tenant, livemode=livemode, user=user, action=action, lead_id=lead_id,
+        conversation_id=conversation_id, at=timezone.now(),
+        user_label=(user.display_name if user is not None else ADMIN_TOKEN_LABEL)[:200])

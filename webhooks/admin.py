@@ -1,9 +1,12 @@
 """The admin over webhooks, for the service's operators: read-only, because every write goes
 through ``webhooks.services`` (URL checks, re-enabling that forgets a failure streak, the delivery
-pipeline's claims); operators may delete a receiver, as ``subscription_delete`` does. Signing
-secrets are never shown, only whether one is set."""
+pipeline's claims); operators may delete a receiver, as ``subscription_delete`` does. Deliveries
+hold the bodies sent, which name a person: nothing deletes them here either (core/admin.py).
+Signing secrets are never shown, only whether one is set."""
 
 from django.contrib import admin
+
+from core.admin import ViewOnlyAdmin, ViewOnlyInline
 
 from .models import Delivery, DeliveryAttempt, LegacyWebhook, Subscription
 
@@ -48,20 +51,15 @@ class LegacyWebhookAdmin(_SecretSet, admin.ModelAdmin):
         return False
 
 
-class DeliveryAttemptInline(admin.TabularInline):
+class DeliveryAttemptInline(ViewOnlyInline):
     model = DeliveryAttempt
     fields = ["number", "trigger", "attempted_at", "status_code", "success", "duration_ms",
               "error", "remote_address"]
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(ViewOnlyAdmin):
     list_display = ["id", "surface", "status", "tenant", "livemode", "attempt_count",
                     "last_status_code", "next_attempt_at", "created_at"]
     list_filter = ["status", "surface", "livemode"]
@@ -72,9 +70,3 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False

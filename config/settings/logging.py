@@ -1,4 +1,5 @@
-"""Logging: one line per record on stderr, carrying the request id where there is one."""
+"""Logging: one line per record on stderr, carrying the request id where there is one, with
+email addresses masked (config/logs.py; docs/privacy.md, "Logs")."""
 
 LOGGING = {
     "version": 1,
@@ -6,6 +7,7 @@ LOGGING = {
     "filters": {"request_id": {"()": "config.middleware.RequestIdLogFilter"}},
     "formatters": {
         "line": {
+            "()": "config.logs.RedactingFormatter",
             "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
         }
     },

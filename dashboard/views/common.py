@@ -58,11 +58,13 @@ def attempt(request: HttpRequest, action: Callable[[], T], success: str | None =
     return result
 
 
-def page_of(request: HttpRequest, queryset: QuerySet, size: int = PAGE_SIZE) -> Page:
-    """One page of a selector's list (already scoped to the actor's tenant and mode)."""
+def page_of(request: HttpRequest, queryset: QuerySet, size: int = PAGE_SIZE,
+            param: str = "page") -> Page:
+    """One page of a selector's list (already scoped to the actor's tenant and mode); ``param``:
+    the query parameter of its number, for a page with more than one list."""
     if not queryset.ordered:
         raise ValueError("Refusing to paginate an unordered queryset.")
-    return Paginator(queryset, size).get_page(request.GET.get("page"))
+    return Paginator(queryset, size).get_page(request.GET.get(param))
 
 
 def safe_next(request: HttpRequest, fallback: str) -> str:
@@ -73,9 +75,9 @@ def safe_next(request: HttpRequest, fallback: str) -> str:
     return fallback
 
 
-def query_without_page(request: HttpRequest) -> str:
+def query_without_page(request: HttpRequest, param: str = "page") -> str:
     params = request.GET.copy()
-    params.pop("page", None)
+    params.pop(param, None)
     return params.urlencode()
 
 

@@ -16,6 +16,8 @@ from conversations import services as conversation_services
 from conversations.api.sse import event_stream_response, frame
 from conversations.models import Channel, ConversationStatus
 from tenants import selectors as tenant_selectors
+from tenants.models import StaffAccessAction
+from tenants.services import record_staff_access
 
 from ..auth import dashboard_view, resolve_actor
 from .common import attempt, page_of, query_without_page
@@ -76,6 +78,9 @@ def _conversation(request: HttpRequest, conversation_id: str):
 def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
     actor = request.actor
     conversation = _conversation(request, conversation_id)
+    # The staff access audit (the Privacy page): this page shows the visitor's words and details.
+    actor.write(record_staff_access, user=actor.user, action=StaffAccessAction.VIEWED,
+                lead_id=conversation.lead_id, conversation_id=conversation.pk)
     transcript = actor.read(conversation_selectors.conversation_transcript,
                             conversation_id=conversation.pk, limit=TRANSCRIPT_CAP)
     mine = (actor.user is not None and conversation.status == ConversationStatus.HANDED_OFF

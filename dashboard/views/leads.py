@@ -26,6 +26,8 @@ from leads.vocabulary import LeadSource, LeadStatus
 from privacy import services as privacy_services
 from privacy.models import SubjectKind
 from tenants import selectors as tenant_selectors
+from tenants.models import StaffAccessAction
+from tenants.services import record_staff_access
 
 from ..auth import dashboard_view
 from ..history import HISTORY_TYPES, lead_history, people
@@ -94,6 +96,9 @@ class LeadStatusForm(forms.Form):
 def lead_detail(request: HttpRequest, lead_id: str) -> HttpResponse:
     actor = request.actor
     lead = actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    # The staff access audit (the Privacy page): this page shows the person's data.
+    actor.write(record_staff_access, user=actor.user, action=StaffAccessAction.VIEWED,
+                lead_id=lead.pk)
     meetings = actor.read(conversation_selectors.lead_meetings, lead_id=lead.pk, limit=10)
     return render(request, "dashboard/lead_detail.html", {
         "lead": lead,

@@ -190,6 +190,8 @@ def test_a_calendar_that_never_answers_does_not_hold_the_turn(api, kit, rep, cap
     offered = [_start(a) for a in r.json()["suggestedActions"] if a["type"] == "reply"]
     assert offered == _table_slots(kit)
     assert "availability table" in caplog.text
+    assert f"Calendar of user {rep.pk} did not answer" in caplog.text
+    assert rep.email not in caplog.text  # ids only (docs/privacy.md, "Logs")
 
 
 def test_no_connected_calendar_keeps_the_table(api, kit):

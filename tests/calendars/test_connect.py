@@ -16,8 +16,10 @@ from core import crypto
 from tests.fakes.radicale import USERS, free_port
 
 
-def test_connecting_finds_the_calendar_and_stores_the_password_encrypted(kit, rep, radicale):
+def test_connecting_finds_the_calendar_and_stores_the_password_encrypted(kit, rep, radicale,
+                                                                          caplog):
     calendar_url = radicale.make_calendar()
+    caplog.set_level("INFO", logger="calendars")
     connection = services.calendar_connect(tenant=kit.tenant, user=rep, url=radicale.url,
                                            username="ray", password=USERS["ray"])
     assert connection.calendar_url == calendar_url
@@ -26,6 +28,9 @@ def test_connecting_finds_the_calendar_and_stores_the_password_encrypted(kit, re
     stored = CalendarConnection.objects.get()
     assert USERS["ray"] not in stored.password_encrypted
     assert crypto.decrypt(stored.password_encrypted) == USERS["ray"]
+    # The log names the rep by id: neither their address nor the calendar's URL (docs/privacy.md)
+    assert f"Calendar of user {rep.pk} connected" in caplog.text
+    assert rep.email not in caplog.text and calendar_url not in caplog.text
 
 
 def test_the_calendars_own_url_is_kept(kit, rep, radicale):

@@ -108,6 +108,9 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
     tenant_set_allowed_origins(tenant=kit.tenant, origins=["https://marker.example"])
     agent_phrasing_add(tenant=kit.tenant, decision="person", text="marker night shift phrasing")
     delivery = Delivery.objects.get(tenant=kit.tenant, subscription__isnull=False)
+    # The staff access audit names both by id on the Privacy page.
+    signed_in(manager).get(f"/dashboard/leads/{lead.pk}/")
+    signed_in(manager).get(f"/dashboard/conversations/{conversation.pk}/")
     return {
         "ids": {"lead": lead.pk, "conversation": conversation.pk, "delivery": delivery.pk,
                 "test_set": test_set.pk},
@@ -123,7 +126,8 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
 LISTS = ["/dashboard/", "/dashboard/leads/", "/dashboard/leads/?q=marker",
          "/dashboard/leads/?source=form", "/dashboard/conversations/?view=all",
          "/dashboard/conversations/?view=handed_off", "/dashboard/webhooks/",
-         "/dashboard/knowledge/", "/dashboard/analytics/", "/dashboard/agent-tests/"]
+         "/dashboard/knowledge/", "/dashboard/analytics/", "/dashboard/agent-tests/",
+         "/dashboard/privacy/"]
 TENANT_PAGES = ["/dashboard/keys/", "/dashboard/settings/", "/dashboard/settings/widget/preview/",
                 "/dashboard/team/"]
 ROWS = ["/dashboard/leads/{lead}/", "/dashboard/conversations/{conversation}/",
