@@ -53,6 +53,8 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "tenants.Tenant": (NOBODY, "the tenant's settings"),
     "tenants.User": (NOBODY, "the staff"),
     "tenants.Invitation": (NOBODY, "invitations of staff"),
+    "tenants.StaffAccess": (NOBODY, "who of the staff opened whose data: the staff member's "
+                                    "name and the lead's or conversation's id"),
     "apikeys.ApiKey": (NOBODY, "the tenant's keys"),
     "widget.WidgetSettings": (NOBODY, "the widget's look"),
     "calendars.CalendarConnection": (NOBODY, "the reps' calendars"),

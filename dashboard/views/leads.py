@@ -195,7 +195,9 @@ def lead_set_status(request: HttpRequest, lead_id: str) -> HttpResponse:
 @dashboard_view()
 def lead_export(request: HttpRequest, lead_id: str) -> HttpResponse:
     """Everything stored about the person behind the lead, as the API's export, to download."""
-    lead = request.actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    actor = request.actor
+    lead = actor.get(lead_selectors.lead_get, lead_id=lead_id)
+    actor.write(record_staff_access, user=actor.user, action=StaffAccessAction.EXPORTED, lead_id=lead.pk)
     document = privacy_services.person_export(tenant=lead.tenant, livemode=lead.livemode,
                                               kind=SubjectKind.LEAD, value=str(lead.pk))
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False),
@@ -214,6 +216,8 @@ def lead_erase(request: HttpRequest, lead_id: str) -> HttpResponse:
             "lead": lead, "preview": privacy_services.erasure_preview(lead=lead),
             "section": "leads"})
     erasure = privacy_services.lead_erase(lead=lead, requested_by=request.actor.name)
+    request.actor.write(record_staff_access, user=request.actor.user, action=StaffAccessAction.ERASED,
+                        lead_id=erasure.subject_id)
     counts = erasure.counts
     messages.success(request, f"Erased: {counts['leads']} lead, {counts['conversations']} "
                               f"conversation(s), {counts['messages']} message(s), "

@@ -11,6 +11,7 @@ from conversations.models import Conversation
 from leads.models import Lead
 from privacy.models import Erasure
 from tests.chat_helpers import chat
+from tenants.models import StaffAccess
 from tests.dashboard.client import signed_in
 
 from .scan import traces
@@ -57,6 +58,19 @@ def test_a_manager_erases_after_a_confirmation_naming_what_goes(kit, manager, sa
     assert traces(["sam.quill@umbrella.io", "Sam Quill", "telescopes for the observatory"]) == []
     erasure = Erasure.objects.get()
     assert erasure.requested_by == manager.display_name and erasure.status == "completed"
+    # The Privacy page says it happened, by whom and what went, and names nobody.
+    page = client.get("/dashboard/privacy/").content.decode()
+    assert f'data-erasure="{erasure.pk}"' in page and manager.display_name in page
+    assert "1 leads, 1 conversations, 4 messages" in page and "sam.quill" not in page
+    assert StaffAccess.objects.filter(action="erased", lead_id=sam.pk, user=manager).exists()
+
+
+def test_an_export_is_in_the_staff_access_audit(kit, rep, manager, sam):
+    signed_in(rep).get(f"/dashboard/leads/{sam.pk}/export/")
+    access = StaffAccess.objects.get(action="exported")
+    assert access.lead_id == sam.pk and access.user == rep
+    page = signed_in(manager).get("/dashboard/privacy/").content.decode()
+    assert f'data-staff-access="{access.pk}"' in page and "Exported" in page
 
 
 def test_another_tenants_lead_is_not_found(kit, stranger, manager, sam):

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0008_tenant_agent_embeddings'),
+        ('tenants', '0009_tenant_retention'),
     ]
 
     operations = [
