@@ -59,6 +59,9 @@ chromium:
 	@test -x "$(CHROMIUM)" || { echo "make test needs Chromium for the browser tests and there is none at \
 	$(CHROMIUM): install it as root (apt-get install chromium) or set CHROMIUM=/path/to/chromium" >&2; exit 1; }
 
+# The suite runs on every core (pytest-xdist): each worker has its own test database and its own
+# rate-limit keys on a shared Redis. PYTEST_ARGS="-n 0" runs it in one process.
+PYTEST_ARGS ?= -n auto
 test: chromium install fuzzer
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
