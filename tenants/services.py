@@ -233,30 +233,42 @@ def _consent_problems(*, required: object, text: object, link: object) -> list[F
     problems = []
     if not isinstance(required, bool):
         problems.append(FieldError("consent_required", "invalid_format", "true or false."))
+    problem = _notice_problem(text, required=required is True)
+    if problem:
+        problems.append(FieldError("consent_text", *problem))
+    problem = _policy_link_problem(link)
+    if problem:
+        problems.append(FieldError("consent_link", *problem))
+    return problems
+
+
+def _notice_problem(text: object, *, required: bool) -> tuple[str, str] | None:
+    """What is wrong with the notice's text (code, message), if anything."""
     if not isinstance(text, str):
-        problems.append(FieldError("consent_text", "invalid_format", "Expected a string."))
-    elif len(text) > CONSENT_TEXT_CHARS:
-        problems.append(FieldError("consent_text", "too_long",
-                                   f"At most {CONSENT_TEXT_CHARS} characters."))
-    elif has_control(text.replace("\n", "")):
-        problems.append(FieldError("consent_text", "invalid_format",
-                                   "Plain text: line breaks are kept, tabs and other control "
-                                   "characters are not allowed."))
-    elif required is True and not text:
-        problems.append(FieldError("consent_text", "required",
-                                   "The notice visitors accept: required while consent is."))
+        return "invalid_format", "Expected a string."
+    if len(text) > CONSENT_TEXT_CHARS:
+        return "too_long", f"At most {CONSENT_TEXT_CHARS} characters."
+    if has_control(text.replace("\n", "")):
+        return "invalid_format", ("Plain text: line breaks are kept, tabs and other control "
+                                  "characters are not allowed.")
+    if required and not text:
+        return "required", "The notice visitors accept: required while consent is."
+    return None
+
+
+def _policy_link_problem(link: object) -> tuple[str, str] | None:
+    """What is wrong with the privacy policy's link (code, message), if anything: blank is no
+    link; else an https URL."""
     if not isinstance(link, str):
-        problems.append(FieldError("consent_link", "invalid_format", "Expected a string."))
-    elif len(link) > CONSENT_LINK_CHARS:
-        problems.append(FieldError("consent_link", "too_long",
-                                   f"At most {CONSENT_LINK_CHARS} characters."))
-    elif link:
+        return "invalid_format", "Expected a string."
+    if len(link) > CONSENT_LINK_CHARS:
+        return "too_long", f"At most {CONSENT_LINK_CHARS} characters."
+    if link:
         try:
             URLValidator(schemes=["https"])(link)
         except ValidationError:
-            problems.append(FieldError("consent_link", "invalid_format",
-                                       "An https:// address: the page of your privacy policy."))
-    return problems
+            return "invalid_format", "An https:// address: the page of your privacy policy."
+    return None
 
 
 def user_create(
