@@ -1,9 +1,9 @@
 """Settings: plan, the agent (provider, model, write-only key, its own example phrasings, reply
-limits, the facts it may state), meeting availability, the widget's look, the origins allowed
-to embed it, and the notice its visitors accept (with Do Not Track). One form per section, each posting to its own URL and calling one service. A form
-refused (its own checks or the service's) is shown again with what was typed and the reasons
-beside its fields; the widget's colours get a warning with their contrast ratio when its text
-would be hard to read."""
+limits, the facts it may state), meeting availability, the widget's look, the origins allowed to
+embed it, and the notice its visitors accept (with Do Not Track). One form per section, each
+posting to its own URL and calling one service. A form refused (its own checks or the service's)
+is shown again with what was typed and the reasons beside its fields; the widget's colours get a
+warning with their contrast ratio when its text would be hard to read."""
 
 from __future__ import annotations
 
