@@ -176,6 +176,26 @@ def test_nothing_is_sent_before_the_visitor_accepts_then_the_chat_works(stack, c
     assert page.evaluate("ServiceWidget.sessionId") == session_id
     assert conversation(stack, session_id)["consent"]["version"] == 2
 
+    # The visitor comes back (their storage, not the browser's cache) after yet another notice:
+    # even their stored session's live stream waits for the acceptance.
+    manage("shell", "-c", NEW_NOTICE.format(tenant=stack["acme"]["tenant"]["id"],
+                                            text="Our third notice."), env=stack["env"])
+    back = stack["browser"].new_context(storage_state=context.storage_state())
+    try:
+        page = back.new_page()
+        sent = Sent(page, stack["base"])
+        widget(page, stack["site"].origin + "/")
+        page.locator(".consent p").filter(has_text="Our third notice.").wait_for()
+        page.wait_for_timeout(500)
+        assert sent.paths() == ["GET /api/widget"] and "consent=2" in sent.calls[0]
+        page.get_by_role("button", name="Accept").click()
+        page.wait_for_function("() => window.ServiceWidget.sessionId")
+        page.wait_for_timeout(500)
+        assert sent.paths() == ["GET /api/widget", "GET /api/widget", "GET /api/chat/stream"]
+        assert page.evaluate("ServiceWidget.sessionId") == session_id
+    finally:
+        back.close()
+
 
 def test_global_privacy_control_sends_no_page_metadata(stack):
     """The browser says so (navigator.globalPrivacyControl and the Sec-GPC header), and the
