@@ -265,6 +265,8 @@ def _policy_link_problem(link: object) -> tuple[str, str] | None:
         return "too_long", f"At most {CONSENT_LINK_CHARS} characters."
     if link:
         try:
+            if has_control(link):
+                raise ValidationError("control characters")
             URLValidator(schemes=["https"])(link)
         except ValidationError:
             return "invalid_format", "An https:// address: the page of your privacy policy."

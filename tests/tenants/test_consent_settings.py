@@ -80,6 +80,7 @@ def test_the_version_goes_up_when_the_words_or_the_link_change(api, kit):
     ({"consentLink": "http://acme.test/privacy"}, "consentLink", "invalid_format"),
     ({"consentLink": "javascript:alert(1)"}, "consentLink", "invalid_format"),
     ({"consentLink": "https://"}, "consentLink", "invalid_format"),
+    ({"consentLink": "https://acme.test/pri\u0001vacy"}, "consentLink", "invalid_format"),
     ({"consentLink": "https://acme.test/" + "p" * 500}, "consentLink", "too_long"),
 ])
 def test_a_refused_change_names_its_field_and_saves_nothing(api, kit, body, field, code):
