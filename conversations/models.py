@@ -71,6 +71,9 @@ class Conversation(models.Model):
     # When it was last handed off: the Unassigned queue is offered oldest first.
     handed_off_at = models.DateTimeField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)  # userAgent, referrer, landingPage, ...
+    # The visitor's acceptance of the tenant's notice (docs/widget.md, "Consent"): {version,
+    # text, link, acceptedAt}, the words they accepted and when; null when none was required.
+    consent = models.JSONField(null=True, blank=True)
     offered_slots = models.JSONField(default=list, blank=True)  # slot tokens last offered
     high_value_notified = models.BooleanField(default=False)  # intent.high_value fires once
     message_count = models.PositiveIntegerField(default=0)

@@ -115,6 +115,7 @@ urlpatterns = [
     path("settings/presence/", settings.settings_presence, name="settings-presence"),
     path("settings/widget/", settings.settings_widget, name="settings-widget"),
     path("settings/origins/", settings.settings_origins, name="settings-origins"),
+    path("settings/consent/", settings.settings_consent, name="settings-consent"),
     path("settings/widget/preview/", settings.widget_preview, name="widget-preview"),
     path("calendar/", calendar.calendar_page, name="calendar"),
     path("calendar/connect/", calendar.calendar_connect, name="calendar-connect"),

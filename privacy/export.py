@@ -75,7 +75,7 @@ def _conversation(conversation, messages: list[Message]) -> dict[str, Any]:
 
 
 def _consent_of(conversation) -> dict[str, Any] | None:
-    return getattr(conversation, "consent", None) or None
+    return conversation.consent or None
 
 
 def _consent(conversation) -> dict[str, Any]:

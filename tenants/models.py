@@ -118,6 +118,19 @@ class Tenant(models.Model):
     # /api/chat and /api/widget endpoints from the browser.
     allowed_origins = models.JSONField(default=list, blank=True)
 
+    # Consent (docs/widget.md, "Consent"): with ``consent_required`` the widget shows the
+    # tenant's notice and sends nothing until the visitor accepts it, and the public chat
+    # refuses a request without an acceptance of ``consent_version``, which the service
+    # (``tenant_set_consent``) bumps whenever the text or the link changes: an acceptance
+    # names the words the visitor saw.
+    consent_required = models.BooleanField(default=False)
+    consent_text = models.CharField(max_length=500, blank=True)  # plain text; line breaks kept
+    consent_link = models.URLField(blank=True, max_length=500)  # https, the privacy policy
+    consent_version = models.PositiveIntegerField(default=1, editable=False)
+    # The widget's chats keep no page metadata (userAgent, referrer, landingPage...) of a
+    # visitor whose browser sends ``DNT: 1`` or ``Sec-GPC: 1``.
+    honour_do_not_track = models.BooleanField(default=False)
+
     # Every member of the staff signs in with a TOTP code after the password; one without a
     # device is sent to set it up before anything else (docs/dashboard.md, "Accounts").
     require_two_factor = models.BooleanField(default=False)

@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import SplitResult
 
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -186,6 +188,99 @@ def tenant_set_facts(*, tenant: Tenant, product_summary: str = "", pricing_url: 
     tenant.business_hours = business_hours
     tenant.save(update_fields=["product_summary", "pricing_url", "business_hours", "updated_at"])
     return tenant
+
+
+CONSENT_TEXT_CHARS = 500
+CONSENT_LINK_CHARS = 500
+
+
+@transaction.atomic
+def tenant_set_consent(*, tenant: Tenant, consent_required: bool | None = None,
+                       consent_text: str | None = None, consent_link: str | None = None,
+                       honour_do_not_track: bool | None = None) -> Tenant:
+    """Sets the notice the widget's visitors must accept before chatting, and whether their
+    browser's Do Not Track or Global Privacy Control keeps their page metadata out of the
+    conversations (docs/widget.md, "Consent", "Do Not Track"). ``None`` leaves a field alone.
+
+    ``consent_version`` goes up by one whenever the text or the link changes, so that an
+    acceptance names the words the visitor saw and the widget asks again; a notice that was
+    never written (blank text) had no acceptances, and writing the first one keeps its version.
+    """
+    current = Tenant.objects.select_for_update().filter(pk=tenant.pk).first()
+    if current is None:
+        raise NotFound("The tenant does not exist.")
+    required = current.consent_required if consent_required is None else consent_required
+    text = current.consent_text if consent_text is None else _notice_text(consent_text)
+    link = current.consent_link if consent_link is None else _stripped(consent_link)
+    dnt = current.honour_do_not_track if honour_do_not_track is None else honour_do_not_track
+    problems = _consent_problems(required=required, text=text, link=link)
+    if not isinstance(dnt, bool):
+        problems.append(FieldError("honour_do_not_track", "invalid_format", "true or false."))
+    if problems:
+        raise Unprocessable("The consent settings were not saved.", details=problems)
+    version = current.consent_version
+    if (text, link) != (current.consent_text, current.consent_link) and current.consent_text:
+        version += 1
+    tenant.consent_required, tenant.consent_text, tenant.consent_link = required, text, link
+    tenant.consent_version, tenant.honour_do_not_track = version, dnt
+    tenant.save(update_fields=["consent_required", "consent_text", "consent_link",
+                               "consent_version", "honour_do_not_track", "updated_at"])
+    return tenant
+
+
+def _stripped(value: object) -> object:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _notice_text(text: object) -> object:
+    """The notice as the widget shows it: trimmed, its line breaks as LF."""
+    if not isinstance(text, str):
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def _consent_problems(*, required: object, text: object, link: object) -> list[FieldError]:
+    problems = []
+    if not isinstance(required, bool):
+        problems.append(FieldError("consent_required", "invalid_format", "true or false."))
+    problem = _notice_problem(text, required=required is True)
+    if problem:
+        problems.append(FieldError("consent_text", *problem))
+    problem = _policy_link_problem(link)
+    if problem:
+        problems.append(FieldError("consent_link", *problem))
+    return problems
+
+
+def _notice_problem(text: object, *, required: bool) -> tuple[str, str] | None:
+    """What is wrong with the notice's text (code, message), if anything."""
+    if not isinstance(text, str):
+        return "invalid_format", "Expected a string."
+    if len(text) > CONSENT_TEXT_CHARS:
+        return "too_long", f"At most {CONSENT_TEXT_CHARS} characters."
+    if has_control(text.replace("\n", "")):
+        return "invalid_format", ("Plain text: line breaks are kept, tabs and other control "
+                                  "characters are not allowed.")
+    if required and not text:
+        return "required", "The notice visitors accept: required while consent is."
+    return None
+
+
+def _policy_link_problem(link: object) -> tuple[str, str] | None:
+    """What is wrong with the privacy policy's link (code, message), if anything: blank is no
+    link; else an https URL."""
+    if not isinstance(link, str):
+        return "invalid_format", "Expected a string."
+    if len(link) > CONSENT_LINK_CHARS:
+        return "too_long", f"At most {CONSENT_LINK_CHARS} characters."
+    if link:
+        try:
+            if has_control(link):
+                raise ValidationError("control characters")
+            URLValidator(schemes=["https"])(link)
+        except ValidationError:
+            return "invalid_format", "An https:// address: the page of your privacy policy."
+    return None
 
 
 def user_create(

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from agent.interface import provider_for
 from tenants.models import Tenant
 
-from ..services import TurnInput, TurnOutcome, run_turn, stream_turn, turn_open
+from ..services import Acceptance, TurnInput, TurnOutcome, run_turn, stream_turn, turn_open
 from .sse import event_stream
 
 
@@ -24,16 +24,26 @@ def request_metadata(request) -> dict[str, Any]:
             "referrer": request.headers.get("Referer", "")[:2000] or None}
 
 
+def asks_not_to_be_tracked(request) -> bool:
+    """The visitor's browser sends Do Not Track or Global Privacy Control (docs/widget.md,
+    "Do Not Track"); whether that keeps anything out is the tenant's setting."""
+    return "1" in (request.headers.get("DNT", "").strip(), request.headers.get("Sec-GPC", "").strip())
+
+
 def answer_chat(request, data: dict[str, Any], *, tenant: Tenant, livemode: bool, channel: str,
                 stream_shape: Callable[[str, dict], dict],
                 response_body: Callable[[TurnOutcome, str], dict]) -> HttpResponse:
     """``data`` is the validated chat body (message, visitorId, sessionId, stream, metadata,
-    language); the tenant, mode and channel are the surface's."""
+    language, and the widget's consent); the tenant, mode and channel are the surface's."""
     provider = provider_for(tenant)
+    consent = data.get("consent")
     opened = turn_open(TurnInput(
         tenant=tenant, livemode=livemode, visitor_id=data["visitorId"], message=data["message"],
         session_id=data.get("sessionId"), channel=channel, language=data.get("language"),
         metadata=data["metadata"], request_meta=request_metadata(request),
+        consent=consent and Acceptance(version=consent["version"],
+                                       accepted_at=consent["acceptedAt"]),
+        do_not_track=asks_not_to_be_tracked(request),
     ))
     if data["stream"]:
         return event_stream(stream_turn(opened, provider), stream_shape)

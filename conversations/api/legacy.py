@@ -124,6 +124,13 @@ class LegacyConversationViewSet(LegacyViewSet):
         })
 
 
+class ConsentAcceptanceSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1, max_value=2_147_483_647,
+                                       help_text="The notice's version the widget showed.")
+    acceptedAt = serializers.DateTimeField(  # noqa: N815 - the API's field name
+        help_text="When the visitor accepted it (ISO 8601).")
+
+
 class PublicChatSerializer(ChatRequestFields):
     """``POST /api/chat``: the widget's chat request, read leniently as the legacy surface
     reads every body, with the tenant's public id and a legacy (UUID) session id."""
@@ -133,6 +140,11 @@ class PublicChatSerializer(ChatRequestFields):
     sessionId = serializers.UUIDField(  # noqa: N815 - the API's field name
         required=False, allow_null=True, help_text="The session to continue (a UUID).",
         error_messages={"invalid": "Expected a session id (UUID)."})
+    consent = ConsentAcceptanceSerializer(
+        required=False, allow_null=True,
+        help_text="The visitor's acceptance of the tenant's notice (docs/widget.md, "
+                  "\"Consent\"): required with every message while the tenant requires "
+                  "consent, else 403 and nothing is stored.")
 
 
 def legacy_chat_response(outcome, visitor_id: str) -> dict[str, Any]:
@@ -208,7 +220,7 @@ class PublicChatView(PublicLegacyAPIView):
                 "events": serializers.ListField(child=serializers.DictField()),
             }), description="The reply."),
             (200, "text/event-stream"): OpenApiResponse(event_schema(CHAT_EVENTS), description=STREAM_DOC),
-            **legacy_errors(404, 503, public=True, body=True),
+            **legacy_errors(403, 404, 503, public=True, body=True),
         },
     )
     def post(self, request):

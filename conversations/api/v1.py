@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from django.core.validators import MaxLengthValidator, RegexValidator
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -109,8 +109,26 @@ class ConversationSerializer(serializers.Serializer):
     createdAt = TimestampField()
 
 
+# Spelled out rather than a nested serializer: a nullable reference (allOf + nullable) is not
+# read as nullable by every OpenAPI 3.0 tool (as analytics' ComparisonField).
+@extend_schema_field({
+    "type": "object", "nullable": True,
+    "description": "The visitor's acceptance of the tenant's notice (docs/widget.md, "
+                   "\"Consent\"): the notice's version, its words and link as the visitor saw "
+                   "them, and when they accepted; null when none was required.",
+    "properties": {"version": {"type": "integer", "minimum": 1},
+                   "text": {"type": "string"},
+                   "link": {"type": "string", "format": "uri", "nullable": True},
+                   "acceptedAt": {"type": "string", "format": "date-time"}},
+    "required": ["version", "text", "link", "acceptedAt"],
+})
+class ConsentRecordField(serializers.DictField):
+    pass
+
+
 class ConversationDetailSerializer(ConversationSerializer):
     metadata = serializers.DictField()
+    consent = ConsentRecordField(allow_null=True)
     messages = MessageSerializer(many=True, required=False)
 
 
@@ -330,6 +348,7 @@ class ConversationViewSet(V1ViewSet):
     def _detail(self, conversation: Conversation, query: dict) -> dict[str, Any]:
         data = presenters.v1_conversation(conversation)
         data["metadata"] = presenters.v1_metadata(conversation)
+        data["consent"] = conversation.consent
         if query.get("includeMessages", True):
             messages = conversation_messages(conversation, offset=query.get("messageOffset", 0),
                                              limit=query.get("messageLimit", 50))

@@ -24,6 +24,8 @@ from .staff import (
     conversation_take_over,
 )
 from .turn import (
+    Acceptance,
+    ConsentRequired,
     OpenedTurn,
     SessionNotFound,
     TurnInput,
@@ -35,7 +37,8 @@ from .turn import (
 )
 
 __all__ = [
-    "MeetingNotChangeable", "OpenedTurn", "SessionNotFound", "TurnInput", "TurnOutcome",
+    "Acceptance", "ConsentRequired", "MeetingNotChangeable", "OpenedTurn", "SessionNotFound",
+    "TurnInput", "TurnOutcome",
     "conversation_assign", "conversation_close", "conversation_delete", "conversation_hand_back",
     "conversation_reply_as_human", "conversation_take_over", "conversations_expire_idle",
     "meeting_cancel",

@@ -20,16 +20,18 @@ HANDOFF_CONTEXT_MESSAGES = 5
 
 
 def conversation_start(*, tenant: Tenant, livemode: bool, visitor_id: str, channel: str,
-                       metadata: dict, language: str, now: datetime) -> Conversation:
+                       metadata: dict, language: str, now: datetime,
+                       consent: dict | None = None) -> Conversation:
     """A new conversation for the visitor's first message; a returning visitor keeps their
-    lead (the most recent conversation that had one)."""
+    lead (the most recent conversation that had one). ``consent``: the visitor's acceptance
+    of the tenant's notice, when it requires one (``turn._consent_record``)."""
     previous = (Conversation.objects.filter(tenant=tenant, livemode=livemode,
                                             visitor_id=visitor_id, lead__isnull=False)
                 .order_by("-last_message_at").select_related("lead").first())
     conversation = Conversation.objects.create(
         tenant=tenant, livemode=livemode, visitor_id=visitor_id, channel=channel,
         lead=previous.lead if previous else None, metadata=metadata, language=language,
-        started_at=now, last_message_at=now, created_at=now,
+        consent=consent, started_at=now, last_message_at=now, created_at=now,
     )
     emit_conversation_event(conversation, EventType.CONVERSATION_STARTED,
                             f"Conversation started on {conversation.get_channel_display()}")

@@ -41,11 +41,11 @@ from agent.interface import (
     read_message,
     said_by_visitor,
 )
-from core.errors import NotFound
+from core.errors import Forbidden, NotFound
 from core.languages import detect_language
 from core.models import EventType
 from core.sql import commit_without_waiting_for_the_disk
-from core.timestamps import stored_timestamp
+from core.timestamps import format_timestamp, stored_timestamp
 from knowledge.retrieval import Question, embed_question, retrieve
 from leads.models import Lead
 from leads.services import lead_seen, lead_update
@@ -82,6 +82,15 @@ CONVERSATION_LANGUAGES = BUILTIN_LANGUAGES
 
 
 @dataclass(frozen=True)
+class Acceptance:
+    """The visitor's acceptance of the tenant's notice, as the widget sends it with each
+    message (docs/widget.md, "Consent"): the version it showed, and when they accepted."""
+
+    version: int
+    accepted_at: datetime
+
+
+@dataclass(frozen=True)
 class TurnInput:
     tenant: Tenant
     livemode: bool
@@ -92,6 +101,9 @@ class TurnInput:
     language: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # the request body's metadata
     request_meta: dict[str, Any] = field(default_factory=dict)  # userAgent, referrer: defaults
+    consent: Acceptance | None = None
+    # The visitor's browser asks not to be tracked (DNT: 1 or Sec-GPC: 1).
+    do_not_track: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,25 +136,56 @@ class SessionNotFound(NotFound):
     default_message = "No such chat session for this visitor."
 
 
+class ConsentRequired(Forbidden):
+    """A widget's message without an acceptance of the tenant's current notice: nothing of it
+    is stored (docs/widget.md, "Consent")."""
+
+    default_message = "The visitor has not accepted this chat's notice."
+
+
 # --- 1. open ------------------------------------------------------------------------------
 
 
 def turn_open(inp: TurnInput) -> OpenedTurn:
+    # Refused before anything is read, embedded or written.
+    consent = _consent_record(inp, now=timezone.now())
     # A tenant on its provider's embeddings has the question embedded first, outside the
     # transaction: no lock waits on the provider (knowledge.retrieval.embed_question).
-    return _open(inp, question=embed_question(tenant=inp.tenant, query=inp.message))
+    return _open(inp, consent=consent,
+                 question=embed_question(tenant=inp.tenant, query=inp.message))
+
+
+def _consent_record(inp: TurnInput, *, now: datetime) -> dict[str, Any] | None:
+    """What the conversation keeps of the visitor's acceptance: the notice's version, its words
+    and link as they were, and when the visitor accepted (a time the browser says is in the
+    future is now). None when the tenant requires none; only the widget's chat is asked for
+    one, as only it shows the notice (an API client's visitors are its own to ask)."""
+    tenant = inp.tenant
+    if not tenant.consent_required or inp.channel != Channel.WEB_CHAT:
+        return None
+    given = inp.consent
+    if given is None or given.version != tenant.consent_version:
+        raise ConsentRequired(
+            f"The visitor has not accepted this chat's notice (version "
+            f"{tenant.consent_version}): the widget shows it, and sends the acceptance, "
+            "{version, acceptedAt}, with each message.")
+    return {"version": tenant.consent_version, "text": tenant.consent_text,
+            "link": tenant.consent_link or None,
+            "acceptedAt": format_timestamp(min(given.accepted_at, now))}
 
 
 @transaction.atomic
-def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
+def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
+          question: Question | None) -> OpenedTurn:
     # turn_close's commit follows before the client is answered, and flushes this one with it;
     # a stream shows nothing the visitor could rely on before it either.
     commit_without_waiting_for_the_disk()
     now = timezone.now()
     inp, chosen_slot = _read_metadata(inp)
-    conversation = _session_for(inp, now=now)
+    conversation = _session_for(inp, now=now, consent=consent)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
-    conversation.save(update_fields=["message_count", "last_message_at", "metadata", "updated_at"])
+    conversation.save(update_fields=["message_count", "last_message_at", "metadata", "consent",
+                                     "updated_at"])
     emit_conversation_event(conversation, EventType.MESSAGE_RECEIVED,
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
@@ -172,14 +215,21 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
     ``timezone`` is kept only when it is an IANA zone (an unknown one is dropped, so the zone
     the conversation knows stays); ``slot`` is this message's choice among the offered slots
     (a suggested action's ``metadata``), not something the conversation keeps.
+
+    A visitor whose browser asks not to be tracked, of a tenant that honours it, leaves none of
+    the rest (docs/widget.md, "Do Not Track"): neither the request's headers nor the body's
+    keys. Their time zone stays: the times offered for a meeting are in it.
     """
     metadata = dict(inp.metadata)
     slot = metadata.pop("slot", None)
     zone = scheduling.visitor_zone(metadata.pop("timezone", None))
+    request_meta = inp.request_meta
+    if inp.do_not_track and inp.tenant.honour_do_not_track:
+        metadata, request_meta = {}, {}
     if zone:
         metadata["timezone"] = zone
     chosen = slot if isinstance(slot, str) and scheduling.parse_token(slot) else None
-    return replace(inp, metadata=metadata), chosen
+    return replace(inp, metadata=metadata, request_meta=request_meta), chosen
 
 
 def with_visitor_choice(opened: OpenedTurn, analysis: Analysis) -> Analysis:
@@ -190,8 +240,10 @@ def with_visitor_choice(opened: OpenedTurn, analysis: Analysis) -> Analysis:
     return replace(analysis, intent="booking", confidence=1.0, chosen_slot=opened.chosen_slot)
 
 
-def _session_for(inp: TurnInput, *, now: datetime) -> Conversation:
-    """The visitor's session to continue, or a new one (docs/conversations.md, "Sessions")."""
+def _session_for(inp: TurnInput, *, now: datetime,
+                 consent: dict[str, Any] | None) -> Conversation:
+    """The visitor's session to continue, or a new one (docs/conversations.md, "Sessions"),
+    with the visitor's acceptance of a notice newer than the one it holds."""
     if inp.session_id is not None:
         current = (Conversation.objects.select_for_update(of=("self",)).select_related("lead")
                    .filter(pk=inp.session_id, tenant=inp.tenant, livemode=inp.livemode,
@@ -205,10 +257,13 @@ def _session_for(inp: TurnInput, *, now: datetime) -> Conversation:
             # Where the visitor came from is what the session first saw; the body's metadata
             # may add or correct keys on any turn.
             current.metadata = {**_metadata(inp), **current.metadata, **inp.metadata}
+            if consent is not None and (current.consent or {}).get("version") != consent["version"]:
+                current.consent = consent
             return current
     return conversation_start(tenant=inp.tenant, livemode=inp.livemode,
                               visitor_id=inp.visitor_id, channel=inp.channel,
-                              metadata=_metadata(inp), language=inp.language or "", now=now)
+                              metadata=_metadata(inp), language=inp.language or "",
+                              consent=consent, now=now)
 
 
 def _metadata(inp: TurnInput) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
 from conversations.api.sse import event_stream_response, frame
 from conversations.models import Channel, ConversationStatus
+from core.timestamps import parse_timestamp
 from tenants import selectors as tenant_selectors
 from tenants.models import StaffAccessAction
 from tenants.services import record_staff_access
@@ -94,6 +95,11 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         "staff": (actor.read(tenant_selectors.tenant_users, both_modes=True)
                   if actor.can_manage else []),
         "handoff_context": (conversation.handoff or {}).get("context") or {},
+        # The visitor's acceptance of the tenant's notice, its time as a time the page shows in
+        # the reader's zone (docs/widget.md, "Consent").
+        "consent": conversation.consent and {
+            "version": conversation.consent["version"],
+            "accepted_at": parse_timestamp(conversation.consent["acceptedAt"])},
         "section": "conversations",
     })
 

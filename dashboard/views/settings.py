@@ -1,9 +1,9 @@
 """Settings: plan, the agent (provider, model, write-only key, its own example phrasings, reply
-limits, the facts it may state), meeting availability, the widget's look and the origins allowed
-to embed it. One form per section, each posting to its own URL and calling one service. A form
-refused (its own checks or the service's) is shown again with what was typed and the reasons
-beside its fields; the widget's colours get a warning with their contrast ratio when its text
-would be hard to read."""
+limits, the facts it may state), meeting availability, the widget's look, the origins allowed to
+embed it, and the notice its visitors accept (with Do Not Track). One form per section, each
+posting to its own URL and calling one service. A form refused (its own checks or the service's)
+is shown again with what was typed and the reasons beside its fields; the widget's colours get a
+warning with their contrast ratio when its text would be hard to read."""
 
 from __future__ import annotations
 
@@ -111,6 +111,26 @@ class WidgetForm(forms.Form):
                                   widget=forms.TextInput(attrs={"type": "color"}))
 
 
+class ConsentForm(forms.Form):
+    consent_required = forms.BooleanField(
+        required=False, label="Visitors accept a notice before chatting",
+        help_text="The widget shows it and sends nothing until the visitor accepts.")
+    # No max_length here: the service counts after making the browser's CRLF line breaks one
+    # character each, as the textarea's maxlength does.
+    consent_text = forms.CharField(
+        required=False, label="Notice", strip=False,
+        widget=forms.Textarea(attrs={"rows": 3,
+                                     "maxlength": tenant_services.CONSENT_TEXT_CHARS}),
+        help_text="Plain text; required while visitors must accept it.")
+    consent_link = forms.URLField(
+        required=False, max_length=tenant_services.CONSENT_LINK_CHARS, assume_scheme="https",
+        label="Privacy policy link", help_text="Optional: an https:// page, opened in a new tab.")
+    honour_do_not_track = forms.BooleanField(
+        required=False, label="Honour Do Not Track and Global Privacy Control",
+        help_text="Keep no page, referrer or browser of visitors whose browser asks not to be "
+                  "tracked.")
+
+
 class OriginsForm(forms.Form):
     origins = forms.CharField(required=False, label="Allowed origins",
                               widget=forms.Textarea(attrs={"rows": 4,
@@ -143,6 +163,10 @@ def _initial_forms(tenant, look) -> dict[str, forms.Form]:
             "title": look.title, "greeting": look.greeting, "position": look.position,
             "primary_color": look.primary_color, "text_color": look.text_color}),
         "origins_form": OriginsForm(initial={"origins": "\n".join(tenant.allowed_origins)}),
+        "consent_form": ConsentForm(initial={
+            "consent_required": tenant.consent_required, "consent_text": tenant.consent_text,
+            "consent_link": tenant.consent_link,
+            "honour_do_not_track": tenant.honour_do_not_track}),
     }
 
 
@@ -317,6 +341,14 @@ def settings_origins(request: HttpRequest) -> HttpResponse:
     return _save(request, "origins_form", OriginsForm(request.POST), lambda data: request.actor.write(
         tenant_services.tenant_set_allowed_origins, both_modes=True,
         origins=data["origins"].splitlines()), "Allowed origins saved.")
+
+
+@require_POST
+@dashboard_view(manage=True)
+def settings_consent(request: HttpRequest) -> HttpResponse:
+    return _save(request, "consent_form", ConsentForm(request.POST), lambda data: request.actor.write(
+        tenant_services.tenant_set_consent, both_modes=True, **data),
+        "Consent settings saved: sites show them within a minute.")
 
 
 @dashboard_view()

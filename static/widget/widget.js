@@ -126,7 +126,7 @@
     ".launcher svg{width:28px;height:28px;fill:currentColor}",
     ".badge{position:absolute;top:-2px;right:-2px;min-width:20px;height:20px;padding:0 5px;border-radius:10px;background:#dc2626;color:#fff;font-size:12px;line-height:20px;font-weight:600}",
     ".panel{position:fixed;bottom:90px;right:20px;width:370px;max-width:calc(100vw - 40px);height:560px;max-height:calc(100vh - 110px);background:#fff;border-radius:14px;box-shadow:0 12px 40px rgba(0,0,0,.25);display:flex;flex-direction:column;overflow:hidden;z-index:2147483000}",
-    ".panel[hidden],.badge[hidden]{display:none}",
+    "[hidden]{display:none!important}",
     "header{background:var(--p);color:var(--t);padding:14px 16px;display:flex;align-items:center;gap:10px}",
     "h2{margin:0;font-size:16px;font-weight:600;flex:1}",
     ".close{background:transparent;border:0;color:inherit;cursor:pointer;width:32px;height:32px;border-radius:8px;display:flex;align-items:center;justify-content:center}",
@@ -153,6 +153,10 @@
     "@keyframes b{0%,80%,100%{opacity:.3}40%{opacity:1}}",
     "@media (prefers-reduced-motion:reduce){.dots span{animation:none}}",
     "form{display:flex;gap:8px;padding:10px;border-top:1px solid #e5e7eb;background:#fff}",
+    ".consent{padding:14px 16px;border-top:1px solid #e5e7eb;background:#fff;font-size:14px;color:#374151}",
+    ".consent p{margin:0 0 12px;white-space:pre-line}.consent div{display:flex;align-items:center;gap:12px}",
+    ".consent a{color:inherit;font-weight:600;margin-right:auto}",
+    ".accept{font:inherit;font-weight:600;border:0;border-radius:10px;background:var(--p);color:var(--t);padding:9px 20px;cursor:pointer}",
     "textarea{flex:1;resize:none;font:inherit;font-size:16px;border:1px solid #d1d5db;border-radius:10px;padding:8px 10px;max-height:120px;color:#111827;background:#fff}textarea:disabled{background:#f3f4f6}",
     ".send{border:0;border-radius:10px;background:var(--p);color:var(--t);width:44px;cursor:pointer;display:flex;align-items:center;justify-content:center}",
     ".send svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
@@ -203,8 +207,19 @@
   form.appendChild(label);
   form.appendChild(input);
   form.appendChild(sendBtn);
+  // The tenant's notice, in place of the message box until the visitor accepts it.
+  var consent = el("div", { "class": "consent", role: "region", "aria-label": "Before you chat", hidden: "" });
+  var consentText = el("p");
+  var consentRow = el("div");
+  var consentLink = el("a", { target: "_blank", rel: "noopener noreferrer" }, "Privacy policy");
+  var acceptBtn = el("button", { "class": "accept", type: "button" }, "Accept");
+  consentRow.appendChild(consentLink);
+  consentRow.appendChild(acceptBtn);
+  consent.appendChild(consentText);
+  consent.appendChild(consentRow);
   panel.appendChild(header);
   panel.appendChild(log);
+  panel.appendChild(consent);
   panel.appendChild(form);
   wrap.appendChild(launcher);
   wrap.appendChild(panel);
@@ -267,11 +282,27 @@
     });
     if (row.children.length) { log.appendChild(row); scroll(); }
   }
-  // No configuration (loading, no such chat): nothing to type or send.
+  // Consent (docs/widget.md): nothing is sent, not even a session's start, before the visitor
+  // accepts the tenant's notice; the acceptance is kept per version and sent with each message.
+  function accepted() {
+    try { return JSON.parse(load("consent")); } catch (e) { return null; }
+  }
+  function pending() {
+    var c = S.config && S.config.consent, a = accepted();
+    return c && !(a && a.version === c.version) ? c : null;
+  }
+  // No configuration (loading, no such chat): nothing to type or send. A notice to accept
+  // takes the message box's place.
   function setSending(v) {
+    var c = pending(), link = c && safeUrl(c.link || "");
     S.sending = v;
     sendBtn.disabled = v || !S.config;
     input.disabled = !S.config;
+    consent.hidden = !c;
+    form.hidden = !!c;
+    if (c) consentText.textContent = c.text;
+    consentLink.hidden = !link;
+    if (link) consentLink.href = link;
     log.setAttribute("aria-busy", v ? "true" : "false");
   }
   // A message that failed is marked, with a Retry (after a 429's Retry-After): never a new bubble.
@@ -336,7 +367,7 @@
   // extra: an action's metadata; node: the bubble of a message sent again (moved to the end).
   function send(text, extra, node) {
     text = String(text || "").trim();
-    if (!text || S.sending || S.destroyed || !S.config) return;
+    if (!text || S.sending || S.destroyed || !S.config || pending()) return;
     clearActions();
     if (node) log.appendChild(node);
     else { node = bubble("user", text); node._text = text; node._meta = extra; S.talked = true; }
@@ -359,11 +390,13 @@
     }
     var ctrl = window.AbortController ? new AbortController() : null;
     S.controller = ctrl;
-    var metadata = { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) };
+    var nav = navigator, quiet = S.config.honourDoNotTrack && (nav.doNotTrack === "1" || nav.globalPrivacyControl === true);
+    var metadata = quiet ? {} : { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) };
     for (var k in extra || {}) metadata[k] = extra[k];
     if (zone()) metadata.timezone = zone();
     var payload = { message: text, visitorId: S.visitorId, stream: true, metadata: metadata };
     if (S.sessionId) payload.sessionId = S.sessionId;
+    if (S.config.consent) payload.consent = accepted();
     fetch(BASE + "/api/chat?" + q({ tenant: tenant }), {
       method: "POST", mode: "cors", credentials: "omit", signal: ctrl && ctrl.signal,
       headers: { "Content-Type": "application/json", "Accept": "text/event-stream" },
@@ -378,6 +411,7 @@
         send(text, extra, node);
         return "retried";
       }
+      if (res.status === 403) { store("consent", null); start(false, true); }  // a newer notice
       if (!res.ok || !res.body) {
         var e = new Error("HTTP " + res.status);
         e.wait = res.status === 429 ? parseInt(res.headers.get("Retry-After"), 10) || 0 : 0;
@@ -479,14 +513,16 @@
   }
 
   // --- configuration, tenant, session -------------------------------------------------------
-  function start(fresh) {
+  // again: after an acceptance, or a refusal for want of one (the notice may be new).
+  function start(fresh, again) {
     S.visitorId = load("visitor");
     if (!S.visitorId) { S.visitorId = randomId(); store("visitor", S.visitorId); }
     if (fresh) store("session", null);
     S.sessionId = load("session");
-    var tenant = S.tenant;
+    var tenant = S.tenant, params = { tenant: tenant, visitorId: S.visitorId }, a = accepted();
+    if (a) params.consent = a.version;
     // Its refusals are readable from any page: a 403 names the origin to allow (docs/widget.md).
-    fetch(BASE + "/api/widget?" + q({ tenant: tenant, visitorId: S.visitorId }), { mode: "cors", credentials: "omit" })
+    fetch(BASE + "/api/widget?" + q(params), { mode: "cors", credentials: "omit", cache: again ? "no-cache" : "default" })
       .then(function (r) {
         return r.json().then(function (body) {
           if (r.ok) return body;
@@ -498,10 +534,10 @@
       .then(function (config) {
         if (tenant !== S.tenant || S.destroyed) return;
         S.config = config;
-        setSending(false);
+        setSending(S.sending);
         look();
         if (!host.isConnected) document.body.appendChild(host);
-        if (S.sessionId) connectLive();
+        if (S.sessionId && !pending()) connectLive();
         if (S.wantOpen) api.open();
       })
       .catch(function (err) {
@@ -542,6 +578,14 @@
     }
   });
   on(panel, "keydown", function (e) { if (e.key === "Escape") { e.stopPropagation(); api.close(); } });
+  on(acceptBtn, "click", function () {
+    var c = pending();
+    if (!c) return;
+    store("consent", JSON.stringify({ version: c.version, acceptedAt: new Date().toISOString() }));
+    setSending(S.sending);
+    input.focus();
+    start(false, true);  // counts the visit, and shows a notice changed meanwhile
+  });
 
   var api = {
     open: function () {
@@ -556,7 +600,7 @@
       S.unread = 0;
       badge.hidden = true;
       scroll();
-      input.focus();
+      (pending() ? acceptBtn : input).focus();
     },
     close: function () {
       if (S.destroyed) return;

@@ -1,5 +1,5 @@
-"""v1 surface of the tenant: its people (``GET /api/v1/users``) and its agent's own example
-phrasings (``/api/v1/agent/phrasings``)."""
+"""v1 surface of the tenant: its people (``GET /api/v1/users``), its agent's own example
+phrasings (``/api/v1/agent/phrasings``) and its consent settings (``/api/v1/settings/consent``)."""
 
 from __future__ import annotations
 
@@ -151,3 +151,81 @@ class PhrasingView(V1APIView):
         services.agent_phrasing_remove(tenant=request.user.tenant,
                                        phrasing_id=ids.decode_or_404(PHRASING_PREFIX, id).hex)
         return Response(status=204)
+
+
+# --- Consent and Do Not Track (docs/widget.md, "Consent", "Do Not Track") --------------------
+
+
+class ConsentSettingsSerializer(serializers.Serializer):
+    consentRequired = serializers.BooleanField(
+        help_text="The widget shows the notice and sends nothing until the visitor accepts it; "
+                  "the public chat refuses a message without the acceptance.")
+    consentText = serializers.CharField(
+        allow_blank=True,
+        help_text=f"The notice, plain text (line breaks kept), at most "
+                  f"{services.CONSENT_TEXT_CHARS} characters; required while consent is.")
+    consentLink = serializers.URLField(
+        allow_null=True, help_text="An https:// link to the tenant's privacy policy, or null.")
+    consentVersion = serializers.IntegerField(
+        read_only=True, help_text="Read-only: one more whenever the text or the link changes "
+                                  "(the widget then asks again).")
+    honourDoNotTrack = serializers.BooleanField(
+        help_text="A visitor whose browser sends DNT: 1 or Sec-GPC: 1 leaves no page metadata "
+                  "(userAgent, referrer, landingPage...) on the conversation.")
+
+
+class ConsentSettingsUpdateSerializer(V1Input):
+    """``PATCH /api/v1/settings/consent``: any of the fields; ``consentVersion`` is the
+    service's, and ignored here as every read-only field is."""
+
+    consentRequired = serializers.BooleanField(required=False)
+    consentText = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                        max_length=10_000)
+    consentLink = serializers.CharField(required=False, allow_blank=True, allow_null=True,
+                                        max_length=10_000)
+    honourDoNotTrack = serializers.BooleanField(required=False)
+
+
+# The service's field names -> this surface's, for the details of a refusal.
+_CONSENT_FIELDS = {"consent_required": "consentRequired", "consent_text": "consentText",
+                   "consent_link": "consentLink", "honour_do_not_track": "honourDoNotTrack"}
+
+
+def v1_consent_settings(tenant) -> dict[str, object]:
+    return {"consentRequired": tenant.consent_required, "consentText": tenant.consent_text,
+            "consentLink": tenant.consent_link or None, "consentVersion": tenant.consent_version,
+            "honourDoNotTrack": tenant.honour_do_not_track}
+
+
+class ConsentSettingsView(V1APIView):
+    """The notice the widget's visitors accept before chatting, and whether their browser's
+    Do Not Track or Global Privacy Control keeps their page metadata out. A setting of the
+    tenant, not live or test data: keys of both modes see and change the same. Reading needs
+    the read scope; changing it, as any change of the organization's settings, the admin."""
+
+    min_scope = {"PATCH": "admin"}  # apikeys.models.Scope.ADMIN, by value (see PhrasingsView)
+    field_names = _CONSENT_FIELDS
+
+    @extend_schema(operation_id="v1_settings_consent_retrieve",
+                   responses={200: ConsentSettingsSerializer, **v1_errors()})
+    def get(self, request):
+        return Response(v1_consent_settings(request.user.tenant))
+
+    @extend_schema(
+        operation_id="v1_settings_consent_update",
+        description=("Changes any of the fields. consentText is required (not blank) while "
+                     "consentRequired is true; a text over the limit or with control characters "
+                     "other than line breaks, or a link that is not https, is a 422 naming the "
+                     "field. consentVersion goes up by one when the text or the link changes."),
+        request=ConsentSettingsUpdateSerializer,
+        responses={200: ConsentSettingsSerializer, **v1_errors(422, body=True)},
+    )
+    def patch(self, request):
+        body = ConsentSettingsUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        values = {name: body.validated_data[field] for name, field in _CONSENT_FIELDS.items()
+                  if field in body.validated_data}
+        if "consent_link" in values:
+            values["consent_link"] = values["consent_link"] or ""  # null: no link
+        tenant = services.tenant_set_consent(tenant=request.user.tenant, **values)
+        return Response(v1_consent_settings(tenant))

@@ -183,3 +183,16 @@ def test_retention_erases_what_is_older_than_the_tenants_settings(api, kit):
     assert len(feed) == 1 and feed[0]["metadata"]["counts"]["leads"] == 1
     assert "stale@example.com" not in str(feed) and "Stale Person" not in str(feed)
     assert services.retention_sweep() == 0  # nothing left to expire
+
+
+def test_the_export_holds_the_consent_the_visitor_gave(api, kit):
+    from tests.widget.test_consent import require, widget_chat
+
+    version = require(kit)
+    accepted = {"version": version, "acceptedAt": "2026-11-20T10:00:00.000Z"}
+    r = widget_chat(api, kit, "I'm Dana, dana@fbi.example", consent=accepted)
+    assert r.status_code == 200, r.content
+    doc = api.get("/api/v1/privacy/exports?email=dana@fbi.example", headers=kit.auth()).json()
+    (consent,) = doc["consents"]
+    assert consent["version"] == version and consent["acceptedAt"].startswith("2026-11-20T10:00")
+    assert doc["conversations"][0]["consent"]["text"] == kit.tenant.consent_text

@@ -26,7 +26,8 @@ def test_widget_config_defaults_and_errors(api, kit):
     assert r.status_code == 200
     assert r.json() == {"tenant": kit.tenant.public_id, "name": "Acme Inc", "title": "Chat with us",
                         "greeting": "Hi! How can we help you today?", "position": "bottom-right",
-                        "theme": {"primaryColor": "#2563eb", "textColor": "#ffffff"}}
+                        "theme": {"primaryColor": "#2563eb", "textColor": "#ffffff"},
+                        "consent": None, "honourDoNotTrack": False}
     assert r.headers["cache-control"] == "public, max-age=60"
     assert api.get("/api/widget?tenant=tn_nope").json() == {"error": "Unknown tenant."}
     r = api.get("/api/widget")

@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -34,6 +39,25 @@ class WidgetQuery(serializers.Serializer):
     visitorId = serializers.CharField(  # noqa: N815 - the query parameter's name
         max_length=200, required=False,
         help_text="The widget's visitor id: each visitor's first load of a day is a funnel visit.")
+    consent = serializers.IntegerField(
+        min_value=1, max_value=2_147_483_647, required=False,
+        help_text="The version of the tenant's notice the visitor accepted, if any: while the "
+                  "tenant requires consent, only a load that accepted the current one counts.")
+
+
+# Spelled out rather than a nested serializer: a nullable reference (allOf + nullable) is not
+# read as nullable by every OpenAPI 3.0 tool (as analytics' ComparisonField).
+@extend_schema_field({
+    "type": "object", "nullable": True,
+    "description": "The notice the visitor accepts before the widget sends anything "
+                   "(docs/widget.md, \"Consent\"); null when the tenant requires none.",
+    "properties": {"version": {"type": "integer", "minimum": 1},
+                   "text": {"type": "string"},
+                   "link": {"type": "string", "format": "uri", "nullable": True}},
+    "required": ["version", "text", "link"],
+})
+class ConsentNoticeField(serializers.DictField):
+    pass
 
 
 class WidgetConfigSerializer(serializers.Serializer):
@@ -44,6 +68,9 @@ class WidgetConfigSerializer(serializers.Serializer):
     position = serializers.ChoiceField(choices=Position.values)
     theme = inline_serializer(name="WidgetTheme", fields={
         "primaryColor": serializers.CharField(), "textColor": serializers.CharField()})
+    consent = ConsentNoticeField(allow_null=True)
+    honourDoNotTrack = serializers.BooleanField(  # noqa: N815 - the API's field name
+        help_text="The widget sends no page metadata when the browser asks not to be tracked.")
 
 
 def _tenant_in_query(request) -> Tenant | None:
@@ -86,7 +113,11 @@ class WidgetConfigView(PublicLegacyAPIView):
         query = parse_query(request, WidgetQuery)
         tenant = _tenant(query["tenant"])
         widget_origin_check(request, tenant)  # before the visit: a refused page is no visit
-        if query.get("visitorId"):
+        # A visitor who has not accepted the notice has sent nothing the tenant may keep: their
+        # load counts once they accept (the widget then loads the configuration again).
+        consented = (not tenant.consent_required
+                     or query.get("consent") == tenant.consent_version)
+        if query.get("visitorId") and consented:
             record_widget_visit(tenant=tenant, visitor_id=query["visitorId"], livemode=True)
         look = widget_look(tenant=tenant)
         response = Response({
@@ -96,6 +127,10 @@ class WidgetConfigView(PublicLegacyAPIView):
             "greeting": look.greeting,
             "position": look.position,
             "theme": {"primaryColor": look.primary_color, "textColor": look.text_color},
+            "consent": ({"version": tenant.consent_version, "text": tenant.consent_text,
+                         "link": tenant.consent_link or None}
+                        if tenant.consent_required else None),
+            "honourDoNotTrack": tenant.honour_do_not_track,
         })
         # Short: a change in the dashboard shows on the customer's site within a minute.
         response["Cache-Control"] = "public, max-age=60"
