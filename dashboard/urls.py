@@ -110,6 +110,7 @@ urlpatterns = [
     path("settings/phrasings/<str:phrasing_id>/remove/", settings.settings_phrasing_remove,
          name="settings-phrasing-remove"),
     path("settings/limits/", settings.settings_limits, name="settings-limits"),
+    path("settings/retention/", settings.settings_retention, name="settings-retention"),
     path("settings/facts/", settings.settings_facts, name="settings-facts"),
     path("settings/meetings/", settings.settings_meetings, name="settings-meetings"),
     path("settings/presence/", settings.settings_presence, name="settings-presence"),

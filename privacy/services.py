@@ -27,7 +27,7 @@ from calendars.errors import CalendarUnavailable
 from calendars.services import calendar_event_remove
 from conversations.models import Conversation, ConversationStatus, Meeting, Message, OutboundEmail
 from core import broker, crypto
-from core.errors import NotFound
+from core.errors import FieldError, NotFound, Unprocessable
 from core.events import emit
 from core.models import Event, EventType
 from leads.models import Lead
@@ -246,6 +246,29 @@ def person_export(*, tenant: Tenant, livemode: bool, kind: str, value: str) -> d
 
 
 # --- retention ------------------------------------------------------------------------------
+
+RETENTION_DAYS = (1, 3650)
+RETENTION_FIELDS = ("retention_conversation_days", "retention_lead_days", "retention_event_days")
+
+
+def retention_set(*, tenant: Tenant, **days: int | None) -> Tenant:
+    """Sets any of the tenant's retention periods (``RETENTION_FIELDS``), in days, or None for
+    no limit (the default); a period outside ``RETENTION_DAYS`` is ``Unprocessable`` naming its
+    field. The next hourly run applies them."""
+    low, high = RETENTION_DAYS
+    problems = [FieldError(name, "out_of_range", f"Between {low} and {high} days, or none.")
+                for name, value in days.items()
+                if value is not None and not low <= value <= high]
+    unknown = set(days) - set(RETENTION_FIELDS)
+    if unknown:
+        raise ValueError(f"Not retention settings: {sorted(unknown)}")
+    if problems:
+        raise Unprocessable("The retention settings were not saved.", details=problems)
+    for name, value in days.items():
+        setattr(tenant, name, value)
+    tenant.save(update_fields=[*days, "updated_at"])
+    return tenant
+
 
 def retention_run(*, tenant: Tenant, now: datetime | None = None) -> dict[str, int]:
     """Erases what is older than the tenant's retention settings, in both modes (beat, hourly):

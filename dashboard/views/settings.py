@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from core.errors import ServiceError
+from privacy import services as privacy_services
 from tenants import selectors as tenant_selectors
 from tenants import services as tenant_services
 from tenants.models import AgentDecision, AgentProvider, EmbeddingsSource, Plan
@@ -101,6 +102,23 @@ class PresenceForm(forms.Form):
         help_text="Someone with the dashboard open and not using it turns away after this.")
 
 
+def _days(label: str, help_text: str) -> forms.IntegerField:
+    low, high = privacy_services.RETENTION_DAYS
+    return forms.IntegerField(required=False, min_value=low, max_value=high, label=label,
+                              help_text=help_text + " Empty: kept until deleted.")
+
+
+class RetentionForm(forms.Form):
+    retention_conversation_days = _days(
+        "Conversations (days)", "Conversations whose last message is older are erased, with "
+                                "their messages.")
+    retention_lead_days = _days(
+        "Leads that never converted (days)", "Leads inactive for longer are erased with their "
+                                             "conversations, meetings and emails.")
+    retention_event_days = _days("Events (days)", "The history and activity feed older than "
+                                                  "this are deleted.")
+
+
 class WidgetForm(forms.Form):
     title = forms.CharField(max_length=60)
     greeting = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))
@@ -163,6 +181,8 @@ def _initial_forms(tenant, look) -> dict[str, forms.Form]:
             "title": look.title, "greeting": look.greeting, "position": look.position,
             "primary_color": look.primary_color, "text_color": look.text_color}),
         "origins_form": OriginsForm(initial={"origins": "\n".join(tenant.allowed_origins)}),
+        "retention_form": RetentionForm(initial={
+            name: getattr(tenant, name) for name in privacy_services.RETENTION_FIELDS}),
         "consent_form": ConsentForm(initial={
             "consent_required": tenant.consent_required, "consent_text": tenant.consent_text,
             "consent_link": tenant.consent_link,
@@ -356,3 +376,11 @@ def widget_preview(request: HttpRequest) -> HttpResponse:
     """A page with the tenant's widget on it, served by the service itself (same origin)."""
     return render(request, "dashboard/widget_preview.html", {
         "tenant": request.actor.tenant, "section": "settings"})
+
+
+@require_POST
+@dashboard_view(manage=True)
+def settings_retention(request: HttpRequest) -> HttpResponse:
+    return _save(request, "retention_form", RetentionForm(request.POST),
+                 lambda data: request.actor.write(privacy_services.retention_set, both_modes=True,
+                                                  **data), "Retention saved.")

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .v1 import ErasureViewSet, ExportViewSet
+from .v1 import ErasureViewSet, ExportViewSet, RetentionSettingsView
 
 urlpatterns = [
     path("privacy/erasures", ErasureViewSet.as_view({"get": "list", "post": "create"}),
@@ -10,4 +10,5 @@ urlpatterns = [
     path("privacy/erasures/<str:id>", ErasureViewSet.as_view({"get": "retrieve"}),
          name="v1-privacy-erasure"),
     path("privacy/exports", ExportViewSet.as_view({"get": "export"}), name="v1-privacy-exports"),
+    path("settings/retention", RetentionSettingsView.as_view(), name="v1-settings-retention"),
 ]

@@ -16,7 +16,7 @@ from apikeys.models import Scope
 from config.api.fields import PrefixedIdField, StatedEmailField, StatedLineField, TimestampField, V1Input
 from config.api.query import PageQuery, parse_query
 from config.api.schema import paginated, v1_errors
-from config.api.views import V1ViewSet
+from config.api.views import V1APIView, V1ViewSet
 from core import ids
 from core.emails import EmailRefused, normalise_email
 from core.pagination import paginate
@@ -129,3 +129,56 @@ class ExportViewSet(V1ViewSet):
     def export(self, request):
         kind, value = _subject(parse_query(request, ExportQuery))
         return Response(services.person_export(**self.owner(), kind=kind, value=value))
+
+
+# --- retention (docs/privacy.md, "Retention") ------------------------------------------------
+
+_RETENTION_FIELDS = {"retention_conversation_days": "conversationDays",
+                     "retention_lead_days": "leadDays", "retention_event_days": "eventDays"}
+_DAYS_HELP = "Days, 1 to 3650, or null for no limit (the default)."
+
+
+class RetentionSettingsSerializer(serializers.Serializer):
+    conversationDays = serializers.IntegerField(
+        allow_null=True, help_text="Conversations (with their messages) whose last message is "
+                                   "older are erased. " + _DAYS_HELP)
+    leadDays = serializers.IntegerField(
+        allow_null=True, help_text="Leads that never converted and were inactive for longer "
+                                   "are erased with everything of theirs. " + _DAYS_HELP)
+    eventDays = serializers.IntegerField(
+        allow_null=True, help_text="Events (the history and activity feed) older are deleted. "
+                                   + _DAYS_HELP)
+
+
+class RetentionSettingsUpdateSerializer(V1Input):
+    conversationDays = serializers.IntegerField(required=False, allow_null=True)
+    leadDays = serializers.IntegerField(required=False, allow_null=True)
+    eventDays = serializers.IntegerField(required=False, allow_null=True)
+
+
+def v1_retention(tenant) -> dict[str, int | None]:
+    return {field: getattr(tenant, name) for name, field in _RETENTION_FIELDS.items()}
+
+
+class RetentionSettingsView(V1APIView):
+    """How long the tenant keeps conversations, unconverted leads and events (an hourly task
+    erases what is older). A setting of the tenant, the same for keys of both modes; reading
+    needs the read scope, changing it the admin scope."""
+
+    min_scope = {"PATCH": Scope.ADMIN}
+    field_names = _RETENTION_FIELDS
+
+    @extend_schema(operation_id="v1_settings_retention_retrieve",
+                   responses={200: RetentionSettingsSerializer, **v1_errors()})
+    def get(self, request):
+        return Response(v1_retention(request.user.tenant))
+
+    @extend_schema(operation_id="v1_settings_retention_update",
+                   request=RetentionSettingsUpdateSerializer,
+                   responses={200: RetentionSettingsSerializer, **v1_errors(422, body=True)})
+    def patch(self, request):
+        body = RetentionSettingsUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        days = {name: body.validated_data[field] for name, field in _RETENTION_FIELDS.items()
+                if field in body.validated_data}
+        return Response(v1_retention(services.retention_set(tenant=request.user.tenant, **days)))

@@ -196,3 +196,42 @@ def test_the_export_holds_the_consent_the_visitor_gave(api, kit):
     (consent,) = doc["consents"]
     assert consent["version"] == version and consent["acceptedAt"].startswith("2026-11-20T10:00")
     assert doc["conversations"][0]["consent"]["text"] == kit.tenant.consent_text
+
+
+def test_retention_is_set_through_the_api_with_field_errors(api, kit):
+    r = api.get("/api/v1/settings/retention", headers=kit.auth("read"))
+    assert r.json() == {"conversationDays": None, "leadDays": None, "eventDays": None}
+    assert api.patch("/api/v1/settings/retention", json={"leadDays": 90},
+                     headers=kit.auth("write")).status_code == 403
+    r = api.patch("/api/v1/settings/retention", json={"leadDays": 0, "eventDays": 4000},
+                  headers=kit.auth())
+    assert r.status_code == 422
+    assert {d["field"] for d in r.json()["error"]["details"]} == {"leadDays", "eventDays"}
+    r = api.patch("/api/v1/settings/retention", json={"leadDays": "ninety"}, headers=kit.auth())
+    assert r.status_code == 400
+    kit.tenant.refresh_from_db()
+    assert kit.tenant.retention_lead_days is None
+    r = api.patch("/api/v1/settings/retention", json={"conversationDays": 30, "leadDays": 365},
+                  headers=kit.auth())
+    assert r.json() == {"conversationDays": 30, "leadDays": 365, "eventDays": None}
+    # The same for keys of the other mode: a setting of the tenant.
+    assert api.get("/api/v1/settings/retention", headers=kit.auth("read", "test")).json() == r.json()
+
+
+def test_retention_is_set_in_the_dashboard(kit, manager, rep):
+    from tests.dashboard.client import signed_in
+
+    page = signed_in(manager).get("/dashboard/settings/").content.decode()
+    assert 'id="privacy"' in page and "Save retention" in page
+    refused = signed_in(manager).post("/dashboard/settings/retention/",
+                                      {"retention_lead_days": "0"})
+    assert refused.status_code == 400
+    saved = signed_in(manager).post("/dashboard/settings/retention/",
+                                    {"retention_lead_days": "180",
+                                     "retention_conversation_days": ""})
+    assert saved.status_code == 302
+    kit.tenant.refresh_from_db()
+    assert kit.tenant.retention_lead_days == 180 and kit.tenant.retention_conversation_days is None
+    signed_in(rep).post("/dashboard/settings/retention/", {"retention_lead_days": "1"})
+    kit.tenant.refresh_from_db()
+    assert kit.tenant.retention_lead_days == 180
