@@ -67,3 +67,23 @@ class Erasure(models.Model):
 
     def __str__(self) -> str:
         return f"Erasure {self.pk} ({self.status})"
+
+    def removed(self) -> str:
+        """What went, for people: "1 lead, 4 messages, 2 events"; "nothing" when nothing did."""
+        parts = [f"{count} {_KINDS.get(kind, (kind, kind))[count != 1]}"
+                 for kind, count in self.counts.items() if count]
+        return ", ".join(parts) or "nothing"
+
+
+# The counts' kinds, singular and plural, as the Privacy page names them.
+_KINDS = {
+    "leads": ("lead", "leads"), "conversations": ("conversation", "conversations"),
+    "messages": ("message", "messages"), "meetings": ("meeting", "meetings"),
+    "emails": ("email", "emails"), "events": ("event", "events"),
+    "webhookAttempts": ("webhook answer", "webhook answers"),
+    "idempotencyRecords": ("stored API answer", "stored API answers"),
+    "visitorDays": ("visitor-day", "visitor-days"),
+    "adminLogEntries": ("admin history line", "admin history lines"),
+    "files": ("mail file", "mail files"),
+    "calendarEvents": ("calendar event", "calendar events"),
+}

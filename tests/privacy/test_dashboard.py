@@ -61,7 +61,7 @@ def test_a_manager_erases_after_a_confirmation_naming_what_goes(kit, manager, sa
     # The Privacy page says it happened, by whom and what went, and names nobody.
     page = client.get("/dashboard/privacy/").content.decode()
     assert f'data-erasure="{erasure.pk}"' in page and manager.display_name in page
-    assert "1 leads, 1 conversations, 4 messages" in page and "sam.quill" not in page
+    assert "1 lead, 1 conversation, 4 messages" in page and "sam.quill" not in page
     assert StaffAccess.objects.filter(action="erased", lead_id=sam.pk, user=manager).exists()
 
 
