@@ -59,10 +59,15 @@ def test_builtin_turn_own_time_against_the_floor(service_server, keys):
                            ("own time: the turn less its round's floor", own)]:
         table.rows.append([label, ms(samples.median), ms(samples.p95), ms(samples.p99)])
     table.notes.append(
-        f"Own time ÷ the floor's median: median {own.median / floor:.2f}×, p95 "
+        f"- Own time ÷ the floor's median: median {own.median / floor:.2f}×, p95 "
         f"{own.p95 / floor:.2f}×; the turn ÷ the floor (medians): {result.ratio:.2f}× "
         f"(interquartile range of the rounds' ratios {result.iqr[0]:.2f}–{result.iqr[1]:.2f}).")
-    check("chat", "builtin turn, own time beyond the floor, median, × the floor's median",
-          own.median / floor, OWN_AIM)
-    check("chat", "builtin turn, own time beyond the floor, p95, × the floor's median",
-          own.p95 / floor, OWN_AIM)
+    table.notes.append(f"- The embedding model's BLAS threads: {harness.embedding_threads()}.")
+    missed = []
+    for label, measured in (("median", own.median), ("p95", own.p95)):
+        try:
+            check("chat", f"builtin turn, own time beyond the floor, {label}, × the floor's median",
+                  measured / floor, OWN_AIM)
+        except AssertionError as miss:  # both aims in the table first
+            missed.append(str(miss))
+    assert not missed, missed

@@ -11,8 +11,10 @@ issue 27, "Cost"; docs/performance.md, "Retrieval at scale").
    then B A) with the 100-chunk tenant's. Each measurement is a turn's own time: the turn less
    the authenticated floor (``GET /api/v1/users?limit=1``) just before it. The aims: at 10,000
    chunks at most 1.5 times the own time at 100 chunks, at 100,000 at most 5 times (medians).
-   The table adds ``retrieve()`` alone, called in this process on the same tenants and
-   interleaved the same way, for what retrieval itself costs within the turn.
+   The same aims hold ``retrieve()`` alone, called in this process on the same tenants and
+   interleaved the same way: what retrieval itself costs within the turn, without the answer
+   the turn writes from the passages (it embeds their sentences, which a small tenant soon has
+   all in the model's cache of recent texts and a large tenant mostly has not).
 2. **Vectors in memory.** What a tenant's matrix holds per 10,000 chunks (documented: 20 MB),
    and the bound of the cache of matrices: in this process, with ``KNOWLEDGE_VECTOR_CACHE_MB``
    set to hold two of seven tenants' matrices, every tenant is asked in turn, twice; the cache
@@ -127,17 +129,26 @@ def test_turns_on_knowledge_bases_of_100_10k_and_100k_chunks(service_env, tenant
                        f"(the three tenants' matrices in its cache, the agent's models loaded).")
     table.notes.append(f"- The embedding model's BLAS threads: {harness.embedding_threads()}.")
     with django_db_blocker.unblock():
-        _retrieve_alone(table, tenants)
+        alone = _retrieve_alone(table, tenants)
     print("\n" + table.markdown())
-    for size, limit in AIMS.items():
-        check("retrieval", f"turn's own time at {size:,} chunks ÷ at 100 chunks (medians)",
-              results[size].ratio, limit)
+    missed = []
+    for label, ratios in (("turn's own time", {size: r.ratio for size, r in results.items()}),
+                          ("retrieve() alone, in-process", alone)):
+        for size, limit in AIMS.items():
+            try:
+                check("retrieval", f"{label} at {size:,} chunks ÷ at 100 chunks (medians)",
+                      ratios[size], limit)
+            except AssertionError as miss:  # every aim in the table first
+                missed.append(str(miss))
+    assert not missed, missed
 
 
-def _retrieve_alone(table: harness.Table, tenants: dict) -> None:
+def _retrieve_alone(table: harness.Table, tenants: dict) -> dict[int, float]:
     """``retrieve()`` in this process on the same tenants, interleaved as the turns were: what
     retrieval itself costs (the question embedded, the full-text search, the vectors compared,
-    the passages read)."""
+    the passages read), without the answer the turn then writes from the passages (which embeds
+    their sentences: a small tenant's are soon all in the model's cache of recent texts, a large
+    tenant's mostly are not). Returns the ratios of the medians, by size."""
     questions = corpus.Questions(seed=4)
 
     def timed(size: int):
@@ -148,13 +159,16 @@ def _retrieve_alone(table: harness.Table, tenants: dict) -> None:
             return (time.perf_counter() - started) * 1000
         return once
 
+    ratios = {}
     for size in AIMS:
         result = interleave(timed(size), timed(100), rounds=RETRIEVE_ROUNDS, warmup=5)
+        ratios[size] = result.ratio
         table.notes.append(
             f"- `retrieve()` alone, in-process, {size:,} chunks: median {ms(result.service.median)}"
             f" ms, p95 {ms(result.service.p95)} ms; 100 chunks: median "
             f"{ms(result.baseline.median)} ms, p95 {ms(result.baseline.p95)} ms; ratio "
             f"{ratio_cell(result)}.")
+    return ratios
 
 
 def test_vectors_held_in_memory_are_bounded(tenants, django_db_blocker):
