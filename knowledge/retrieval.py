@@ -180,6 +180,12 @@ def _dense_space(*, tenant: Tenant, livemode: bool, query: str, query_vector: np
                 record = LOCAL_PROVIDER_FAILED
             else:
                 return provider, question.vector, BY_PROVIDER
+    if current is None:
+        current = vectors.version(tenant_id=tenant.pk, livemode=livemode)
+    if not current:
+        # The tenant never had a vector in this mode: nothing to compare the question with, so
+        # it is not embedded (the model's few milliseconds stay out of such a tenant's turns).
+        return None, None, record
     if query_vector is None:
         query_vector = _embed(query)
     if query_vector is None:

@@ -58,21 +58,28 @@ class BareServer:
 
 
 @pytest.fixture(scope="session")
-def service_server(bench_database) -> Iterator[str]:
-    """daphne as ``make run`` serves (``--no-server-name config.asgi:application``), with
-    production settings (DEBUG off, behind a proxy that terminates TLS), on the benchmark
-    database and Redis. Yields its base URL; send ``harness.PROXY_HEADERS`` with every request."""
+def service_env(bench_database) -> dict[str, str]:
+    """The environment of the service's daphne (``service_server``): production settings on
+    the benchmark database and Redis. A module that needs a server of its own (another setting
+    to compare, or its process to look at) starts one with ``tests.live.daphne`` and this."""
     redis_url = os.environ.get("REDIS_URL")
     if not redis_url:
         pytest.skip("make bench needs Redis: set REDIS_URL (the Makefile's default is "
                     "redis://127.0.0.1:6379/10)")
-    env = {
+    return {
         "DATABASE_URL": _server_url(bench_database), "REDIS_URL": redis_url, "DEBUG": "0",
         "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-secret-key",
         "ALLOWED_HOSTS": "127.0.0.1,localhost", "TRUST_X_FORWARDED_PROTO": "1",
         "PYTHONUNBUFFERED": "1",
     }
-    with daphne(env) as server:
+
+
+@pytest.fixture(scope="session")
+def service_server(service_env) -> Iterator[str]:
+    """daphne as ``make run`` serves (``--no-server-name config.asgi:application``), with
+    production settings (DEBUG off, behind a proxy that terminates TLS), on the benchmark
+    database and Redis. Yields its base URL; send ``harness.PROXY_HEADERS`` with every request."""
+    with daphne(service_env) as server:
         yield str(server)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from core import embeddings
 from knowledge import index, services
 from knowledge.models import Document, DocumentStatus
 from knowledge.retrieval import EXCERPT_CHARS, retrieve
@@ -148,6 +149,20 @@ def test_a_question_in_other_words_finds_the_passage_that_answers_it(kit):
 def test_nothing_to_retrieve_without_documents(kit):
     assert _ask(kit, "How much does it cost?") == []
     assert _ask(kit, "pricing", limit=0) == []
+
+
+def test_a_question_is_embedded_only_for_a_tenant_with_vectors(kit, monkeypatch):
+    # The real model runs; the spy only counts what it is asked to embed.
+    asked = []
+    real = embeddings.encode
+    monkeypatch.setattr(embeddings, "encode", lambda texts: asked.append(list(texts)) or real(texts))
+    question = "Where are the nightly backups kept?"
+    assert _ask(kit, question) == []
+    assert asked == []  # no vectors in this mode: nothing to compare the question with
+    _doc(kit, "Backups", "Nightly backups are kept in Frankfurt for 35 days.")
+    asked.clear()
+    assert _ask(kit, question)
+    assert [question] in asked
 
 
 def test_a_sentence_longer_than_the_excerpt_is_cut_at_a_word(kit):
