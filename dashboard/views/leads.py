@@ -198,8 +198,8 @@ def lead_export(request: HttpRequest, lead_id: str) -> HttpResponse:
     actor = request.actor
     lead = actor.get(lead_selectors.lead_get, lead_id=lead_id)
     actor.write(record_staff_access, user=actor.user, action=StaffAccessAction.EXPORTED, lead_id=lead.pk)
-    document = privacy_services.person_export(tenant=lead.tenant, livemode=lead.livemode,
-                                              kind=SubjectKind.LEAD, value=str(lead.pk))
+    document = actor.read(privacy_services.person_export, kind=SubjectKind.LEAD,
+                          value=str(lead.pk))
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False),
                             content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="lead_{lead.pk.hex}.json"'
