@@ -45,7 +45,14 @@ from agent.interface import (
 )
 from core.errors import ServiceError
 
-from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close, with_visitor_choice
+from .turn import (
+    OpenedTurn,
+    TurnOutcome,
+    turn_apply,
+    turn_close,
+    turn_quiet,
+    with_visitor_choice,
+)
 
 logger = logging.getLogger("salesagent.chat")
 
@@ -248,6 +255,8 @@ async def run_turn(opened: OpenedTurn, provider: Provider) -> TurnOutcome:
     """The rest of a turn that ``turn_open`` began, for a non-streaming request."""
     turn = _Turn.start(opened, provider)
     try:
+        if opened.quiet:
+            return await sync_to_async(turn_quiet)(opened=opened, analysis=turn.analysis)
         if not opened.silent:
             await turn.apply()
         async for _ in turn.chunks():
@@ -269,6 +278,11 @@ async def stream_turn(opened: OpenedTurn, provider: Provider) -> AsyncIterator[t
     turn = _Turn.start(opened, provider)
     finished = False
     try:
+        if opened.quiet:
+            outcome = await sync_to_async(turn_quiet)(opened=opened, analysis=turn.analysis)
+            finished = True
+            yield "message_end", _message_end(turn.analysis, outcome)
+            return
         if not opened.silent:
             await turn.apply()
         async for chunk in turn.chunks():
@@ -293,9 +307,10 @@ async def stream_turn(opened: OpenedTurn, provider: Provider) -> AsyncIterator[t
 
 
 def _message_end(analysis: Analysis, outcome: TurnOutcome) -> dict:
-    end = {"intent": analysis.intent, "confidence": outcome.message.confidence,
+    end = {"intent": analysis.intent, "confidence": outcome.confidence,
            "leadScore": outcome.conversation.lead_score,
-           "suggestedActions": outcome.message.suggested_actions, "outcome": outcome}
+           "suggestedActions": [] if outcome.quiet else outcome.message.suggested_actions,
+           "outcome": outcome}
     if outcome.handoff:
         end["handoff"] = outcome.handoff
     return end

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.db import transaction
@@ -79,6 +79,10 @@ MEETING_BOOKED = "meeting_booked"  # the signal that records a booking in this c
 # Languages the conversation may be set to from a provider's analysis: those the agent's fixed
 # sentences exist in (a model may name any).
 CONVERSATION_LANGUAGES = BUILTIN_LANGUAGES
+# Before the person a conversation was handed to joins it, the visitor is told that someone will
+# reply at their first message, then again only after this long without a notice or a reply of
+# a person (docs/conversations.md, "While a person has the conversation").
+NOTICE_REPEAT = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,9 @@ class OpenedTurn:
     conversation_id: uuid.UUID
     user_message_id: uuid.UUID
     user_message: tuple[int, datetime]  # its sequence and time: the reply's response time
-    reply_id: uuid.UUID  # the assistant message's id, known before it is written
+    # The assistant message's id, known before it is written; a quiet turn's is the visitor's
+    # message's (no reply is written).
+    reply_id: uuid.UUID
     silent: bool  # a person has the conversation: the agent does not answer
     ctx: TurnContext
     view: scheduling.SlotView  # the visitor's time zone and language, for the slots' labels
@@ -109,15 +115,24 @@ class OpenedTurn:
     # every earlier message; None: ``turn_apply`` reads it.
     asked: frozenset[str] | None = None
     language_told: bool = True  # the turn's language came from the request or the message
+    notice: bool = False  # silent, but the visitor is told that a person will reply
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing is said at all: no reply is stored, no ``message.sent``."""
+        return self.silent and not self.notice
 
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    message: Message
+    message: Message  # the reply; a quiet turn's is the visitor's own message (nothing was said)
     conversation: Conversation
     handoff: dict[str, str] | None
     plan: ReplyPlan | None = None
     cited: tuple[Passage, ...] = ()  # the passages the reply used (``Message.sources``)
+    intent: str = ""  # of the visitor's message
+    confidence: float = 0.0
+    quiet: bool = False  # ``OpenedTurn.quiet``: the chat response says nothing
 
 
 class SessionNotFound(NotFound):
@@ -142,11 +157,16 @@ def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
     inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
-    conversation.save(update_fields=["message_count", "last_message_at", "metadata", "updated_at"])
+    silent = conversation.status == ConversationStatus.HANDED_OFF
+    # Decided under the conversation's lock: two messages at once get one notice.
+    notice = silent and _notice_due(conversation, now=now)
+    if notice:
+        conversation.handoff_notice_at = now
+    conversation.save(update_fields=["message_count", "last_message_at", "metadata",
+                                     "handoff_notice_at", "updated_at"])
     emit_conversation_event(conversation, EventType.MESSAGE_RECEIVED,
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
-    silent = conversation.status == ConversationStatus.HANDED_OFF
     # The conversation's language holds unless the message says otherwise clearly; a first
     # message that tells none ("Hello") is answered in English and sets nothing.
     # A slot chosen from the offered ones is the service's own words: it tells no language.
@@ -158,12 +178,24 @@ def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
                       user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
-                      reply_id=uuid.uuid4(), silent=silent,
+                      reply_id=message.pk if silent and not notice else uuid.uuid4(),
+                      silent=silent, notice=notice,
                       ctx=_context(inp, conversation, earlier, silent=silent, view=view,
                                    question=question),
                       view=view, chosen_slot=chosen_slot,
                       asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
                       language_told=bool(told))
+
+
+def _notice_due(conversation: Conversation, *, now: datetime) -> bool:
+    """Whether the visitor of a handed-off conversation is told (again) that a person will
+    reply: never once that person joined (they have the conversation); otherwise at the first
+    message after the handoff, then after ``NOTICE_REPEAT`` without a notice or a person's
+    reply."""
+    if conversation.joined_at is not None:
+        return False
+    last = conversation.handoff_notice_at
+    return last is None or now - last >= NOTICE_REPEAT
 
 
 def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
@@ -566,7 +598,19 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None
         conversation_end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left",
                          now=now)
     return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan,
-                       cited=tuple(cited))
+                       cited=tuple(cited), intent=analysis.intent,
+                       confidence=message.confidence or 0.0)
+
+
+def turn_quiet(*, opened: OpenedTurn, analysis: Analysis) -> TurnOutcome:
+    """The end of a quiet turn (``OpenedTurn.quiet``): nothing is written, the visitor's stored
+    message is what the response names."""
+    conversation = Conversation.objects.select_related("lead").get(pk=opened.conversation_id)
+    conversation.tenant = opened.tenant
+    message = Message.objects.get(pk=opened.user_message_id)
+    return TurnOutcome(message=message, conversation=conversation, handoff=None,
+                       intent=analysis.intent, confidence=round(analysis.confidence, 3),
+                       quiet=True)
 
 
 def _source(passage: Passage) -> dict[str, str]:

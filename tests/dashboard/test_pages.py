@@ -207,10 +207,11 @@ def test_the_assigned_rep_replies_and_the_agent_stays_silent(api, kit, manager, 
     assert reply.role == "assistant" and reply.author == assignee
     sent = Event.objects.filter(type="message.sent", conversation_id=conversation.pk).first()
     assert v1_data(sent)["author"] == "user_" + assignee.pk.hex
-    # The visitor writes again: the agent does not answer in its own words.
+    # The visitor writes again: the rep has joined, the agent says nothing at all.
     again = chat(api, kit, "Great, thanks", visitor="v-human", session="sess_" + conversation.pk.hex)
     assert again.status_code == 200, again.text
-    assert again.json()["content"].startswith("A member of our team")
+    assert again.json()["content"] == ""
+    assert Message.objects.filter(conversation=conversation).order_by("sequence").last().role == "user"
 
 
 def test_take_over_hand_back_assign_and_close(api, kit, manager, rep):
