@@ -167,14 +167,17 @@ def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
     emit_conversation_event(conversation, EventType.MESSAGE_RECEIVED,
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
+    earlier = _earlier_messages(conversation, message)
+    if chosen_slot is None and not silent:
+        chosen_slot = _slot_said(inp.message, earlier, conversation.offered_slots)
     # The conversation's language holds unless the message says otherwise clearly; a first
     # message that tells none ("Hello") is answered in English and sets nothing.
-    # A slot chosen from the offered ones is the service's own words: it tells no language.
+    # A slot chosen from the offered ones is the service's own words: it tells no language,
+    # and the conversation's holds.
     told = inp.language or (None if chosen_slot else
                             detect_language(inp.message, prior=conversation.language or None))
-    language = told or "en"
+    language = told or conversation.language or "en"
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
-    earlier = _earlier_messages(conversation, message)
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
                       user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
@@ -212,6 +215,33 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
         metadata["timezone"] = zone
     chosen = slot if isinstance(slot, str) and scheduling.parse_token(slot) else None
     return replace(inp, metadata=metadata), chosen
+
+
+def _slot_said(text: str, earlier: list[_Earlier], offered: list[str]) -> str | None:
+    """The slot whose offered ``reply`` action's ``message`` is ``text`` exactly (spaces around
+    aside): a client that follows the specification sends an action's ``message`` back as the
+    visitor's next message, without its metadata (docs/conversations.md, "Booking a slot").
+    Only the latest reply (within the history read) that offered the conversation's current
+    ``offered_slots`` counts."""
+    if not offered:
+        return None
+    said = text.strip()
+    for message in reversed(earlier):
+        if message.role != Role.ASSISTANT or not isinstance(message.actions, list):
+            continue
+        slots = {_slot_of(action): action.get("message") for action in message.actions
+                 if _slot_of(action) in offered}
+        if slots:
+            return next((slot for slot, words in slots.items()
+                         if isinstance(words, str) and words.strip() == said), None)
+    return None
+
+
+def _slot_of(action: Any) -> str | None:
+    """The slot token a suggested action carries, if any."""
+    metadata = action.get("metadata") if isinstance(action, dict) else None
+    slot = metadata.get("slot") if isinstance(metadata, dict) else None
+    return slot if isinstance(slot, str) else None
 
 
 def with_visitor_choice(opened: OpenedTurn, analysis: Analysis) -> Analysis:
@@ -254,6 +284,7 @@ class _Earlier(NamedTuple):
     role: str
     content: str
     turn: dict[str, Any]
+    actions: list[dict[str, Any]]  # a reply's suggested actions
 
 
 def _context(inp: TurnInput, conversation: Conversation, earlier: list[_Earlier], *,
@@ -292,7 +323,8 @@ def _earlier_messages(conversation: Conversation, message: Message) -> list[_Ear
         return []  # a new conversation: nothing to read
     recent = (Message.objects.filter(conversation_id=conversation.pk,
                                      sequence__lt=message.sequence)
-              .order_by("-sequence").values_list("role", "content", "turn")[:HISTORY_LIMIT])
+              .order_by("-sequence")
+              .values_list("role", "content", "turn", "suggested_actions")[:HISTORY_LIMIT])
     return [_Earlier(*row) for row in reversed(recent)]
 
 
