@@ -190,6 +190,9 @@ class Meeting(models.Model):
     # Who cancelled it: "visitor" (the signed link) or "staff" (the dashboard).
     cancelled_by = models.CharField(max_length=10, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # The lead's status when this meeting was booked: a cancellation moves the lead back to it
+    # (docs/meetings.md, "The lead after a cancellation").
+    lead_status_before = models.CharField(max_length=12, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

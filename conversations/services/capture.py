@@ -152,7 +152,7 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
             meeting = Meeting.objects.create(
                 tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
                 starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
-                host=_host(tenant, slot, now=now),
+                host=_host(tenant, slot, now=now), lead_status_before=lead.status,
                 created_at=now, updated_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago
