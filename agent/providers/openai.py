@@ -266,6 +266,9 @@ def _meeting_step(plan: ReplyPlan) -> str | None:
     if plan.slot_unavailable:
         return ("The chosen time is no longer free: apologise and point to the other times "
                 "shown as buttons below your reply.")
+    if plan.wish_unmet and plan.offer_slots:
+        return ("Nothing is free at the time the visitor asked for: say so briefly; the closest "
+                "times are shown as buttons below your reply, so do not list them.")
     if plan.offer_slots:
         return ("Offer a discovery call; the available times are shown as buttons below your "
                 "reply, so do not list them.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.db import transaction
@@ -33,12 +33,14 @@ from agent.interface import (
     ReplyPlan,
     TenantFacts,
     TurnContext,
+    Wish,
     conversation_subject,
     conversation_summary,
     lead_score,
     phrase,
     qualifies,
     read_message,
+    read_wish,
     said_by_visitor,
 )
 from core.errors import NotFound
@@ -116,6 +118,10 @@ class OpenedTurn:
     asked: frozenset[str] | None = None
     language_told: bool = True  # the turn's language came from the request or the message
     notice: bool = False  # silent, but the visitor is told that a person will reply
+    # When the visitor would like to meet (``agent.when``), as this message or the latest
+    # earlier one that said it; ``wish_now``: this message said it.
+    wish: Wish | None = None
+    wish_now: bool = False
 
     @property
     def quiet(self) -> bool:
@@ -178,6 +184,8 @@ def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
                             detect_language(inp.message, prior=conversation.language or None))
     language = told or conversation.language or "en"
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
+    wish, wish_now = (None, False) if silent or chosen_slot else _wish(
+        inp.message, earlier, language=language, today=now.astimezone(view.zone).date())
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
                       user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
@@ -187,7 +195,7 @@ def _open(inp: TurnInput, *, question: Question | None) -> OpenedTurn:
                                    question=question),
                       view=view, chosen_slot=chosen_slot,
                       asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
-                      language_told=bool(told))
+                      language_told=bool(told), wish=wish, wish_now=wish_now)
 
 
 def _notice_due(conversation: Conversation, *, now: datetime) -> bool:
@@ -215,6 +223,20 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
         metadata["timezone"] = zone
     chosen = slot if isinstance(slot, str) and scheduling.parse_token(slot) else None
     return replace(inp, metadata=metadata), chosen
+
+
+def _wish(text: str, earlier: list[_Earlier], *, language: str, today: date
+          ) -> tuple[Wish | None, bool]:
+    """When the visitor would like to meet: as this message says it, or as the latest of their
+    earlier messages (within the history read) that said it ("can we talk next week?" before
+    the agent offered slots); and whether this message said it."""
+    wish = read_wish(text, language, today)
+    if wish is not None:
+        return wish, True
+    for message in reversed(earlier):
+        if message.role == Role.USER and (wish := read_wish(message.content, language, today)):
+            return wish, False
+    return None, False
 
 
 def _slot_said(text: str, earlier: list[_Earlier], offered: list[str]) -> str | None:
@@ -246,10 +268,17 @@ def _slot_of(action: Any) -> str | None:
 
 def with_visitor_choice(opened: OpenedTurn, analysis: Analysis) -> Analysis:
     """The analysis, with the slot the visitor took from a suggested action: structured data
-    decides the booking, whatever the words of the message read as."""
-    if opened.chosen_slot is None or opened.silent:
+    decides the booking, whatever the words of the message read as. A time asked for after
+    slots were offered ("anything next week?") asks for other slots, whatever the words read
+    as."""
+    if opened.silent:
         return analysis
-    return replace(analysis, intent="booking", confidence=1.0, chosen_slot=opened.chosen_slot)
+    if opened.chosen_slot is not None:
+        return replace(analysis, intent="booking", confidence=1.0,
+                       chosen_slot=opened.chosen_slot)
+    if opened.wish_now and opened.ctx.slots and not analysis.chosen_slot:
+        return replace(analysis, wants_meeting=True)
+    return analysis
 
 
 def _session_for(inp: TurnInput, *, now: datetime) -> Conversation:
@@ -373,6 +402,7 @@ class _Turn:
     asked: set[str]  # what the agent's earlier replies asked for: "email", BANT signals
     offered_contact: bool  # the visitor gave contact details in this message
     view: scheduling.SlotView
+    wish: Wish | None  # when the visitor would like to meet (``OpenedTurn.wish``)
     plan: ReplyPlan = field(default_factory=ReplyPlan)
 
     @property
@@ -447,7 +477,7 @@ def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) ->
                  slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
                  asked=_asked_before(conversation, opened),
                  offered_contact=bool(told.as_dict() or reading.contact.as_dict()),
-                 view=opened.view)
+                 view=opened.view, wish=opened.wish)
 
 
 def _asked_before(conversation: Conversation, opened: OpenedTurn) -> set[str]:
@@ -484,7 +514,8 @@ def _meeting(turn: _Turn, lead: Lead | None) -> None:
     elif turn.analysis.wants_meeting and conversation.tenant.booking_url:
         turn.plan = replace(turn.plan, booking_url=conversation.tenant.booking_url)
     elif turn.analysis.wants_meeting:
-        turn.plan = capture.offer_slots(conversation, turn.plan, now=turn.now, view=turn.view)
+        turn.plan = capture.offer_slots(conversation, turn.plan, now=turn.now, view=turn.view,
+                                        wish=turn.wish)
 
 
 def _score(turn: _Turn) -> None:
