@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from core import crypto
 from core.models import Event, EventType
 
-from .models import Invitation, Tenant, User
+from .models import Invitation, ProviderHealth, Tenant, User
 
 TEAM_EVENT_TYPES = [t for t in EventType.values if t.startswith("team.")]
 
@@ -150,3 +150,11 @@ def staff_for_password_reset(*, email: str) -> list[User]:
     found = User.objects.filter(email__iexact=(email or "").strip(), is_active=True,
                                 tenant__isnull=False)
     return [user for user in found if user.has_usable_password()]
+
+
+def provider_health(*, tenant: Tenant) -> ProviderHealth | None:
+    """How the tenant's language-model provider answered lately; None before its first turn
+    (or since its settings changed), and for the builtin agent, which cannot fail."""
+    if tenant.agent_provider != "openai":
+        return None
+    return ProviderHealth.objects.filter(tenant=tenant).first()

@@ -53,6 +53,7 @@ from leads.models import Lead
 from leads.services import lead_seen, lead_update
 from tenants.models import Tenant
 from tenants.selectors import agent_phrasing_examples
+from tenants.services import provider_health_record
 
 from .. import scheduling
 from ..events import emit_conversation_event, message_facts
@@ -624,7 +625,11 @@ def _email_wanted(turn: _Turn) -> bool:
 @transaction.atomic
 def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None, content: str,
                cited: list[Passage], interrupted: bool = False,
-               turn: dict[str, Any] | None = None) -> TurnOutcome:
+               turn: dict[str, Any] | None = None,
+               provider_failure: str | None = None) -> TurnOutcome:
+    """Stores the reply and what the turn did to the conversation. ``provider_failure``: how
+    the tenant's language model answered this turn, for its health (``""``: it did; None: no
+    model was asked)."""
     now = timezone.now()
     # With its lead: the surfaces' responses show it (the legacy widget's page events), and they
     # run on the event loop, where nothing may be read lazily.
@@ -651,6 +656,8 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None
                                      "language", "updated_at"])
     if conversation.lead_id:
         lead_seen(lead_id=conversation.lead_id, at=now)
+    if provider_failure is not None:
+        provider_health_record(tenant_id=opened.tenant.pk, at=now, failure=provider_failure)
     sequence, at = opened.user_message
     previous = ({"role": "user", "created_at": stored_timestamp(at)}
                 if message.sequence == sequence + 1 else None)
