@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from conversations import scheduling
@@ -18,6 +17,7 @@ from core.events import payload
 from leads.models import Lead
 from leads.services import lead_update
 from tests.chat_helpers import chat, events, take
+from tests.dashboard.client import Client
 
 from .meeting_helpers import book, links_in, path_of
 
