@@ -22,6 +22,8 @@ needs into the plain data below, calls the agent, and writes what comes back. Wh
 - **Summary** (``agent.summary``): ``conversation_subject`` and ``conversation_summary``, the
   builtin's when the provider gave none.
 - **Wording** (``agent.phrases``): ``phrase(language, key)`` and ``BUILTIN_LANGUAGES``.
+- **When** (``agent.when``): ``read_wish`` reads the days and parts of the day a visitor asks
+  to meet at ("next week", "morgen Vormittag") as a ``Wish``, which shapes the offered slots.
 
 - **The evaluation's chat** (``agent.eval.chat``): the evaluation (``manage.py eval_agent``)
   runs its cases through the real chat turn, which ``conversations`` owns: it registers a
@@ -59,6 +61,7 @@ from .types import (
     TenantFacts,
     TurnContext,
 )
+from .when import Wish, read_wish
 
 
 def warm_up() -> None:
@@ -77,7 +80,7 @@ __all__ = [
     "BANT", "BUILTIN_LANGUAGES", "INTENTS", "Analysis", "AnalysisUnusable", "BuiltinProvider",
     "Chat", "ChatEnd", "ChatReply", "Contact", "Handoff", "HistoryMessage", "LeadSnapshot",
     "Passage", "Provider", "ReplyGuard", "ReplyLimits", "ReplyPlan", "Slot", "TenantFacts",
-    "TurnContext", "classify", "compose", "conversation_subject", "conversation_summary", "fit",
+    "TurnContext", "Wish", "classify", "compose", "conversation_subject", "conversation_summary", "fit",
     "lead_score", "phrase", "private_instructions", "provider_for", "qualifies", "read_message",
-    "said_by_visitor", "use_chat", "warm_up",
+    "read_wish", "said_by_visitor", "use_chat", "warm_up",
 ]

@@ -1,5 +1,6 @@
-"""Writes of the agent app: a tenant's test sets and their runs (docs/agent.md, "Testing your
-agent").
+"""Writes of the agent app: the tenant's provider settings, checked before they are saved
+(docs/agent.md, "When the provider fails"); a tenant's test sets and their runs (docs/agent.md,
+"Testing your agent").
 
 A set is questions for the tenant's own agent, each optionally with the fact its answer should
 hold and the decision it should take. A run asks every question through the real chat turn, as
@@ -35,11 +36,14 @@ from core import broker
 from core.errors import Conflict, FieldError, Unprocessable
 from core.text import has_control
 from core.timestamps import stored_timestamp
-from tenants.models import Tenant
+from tenants.models import AgentProvider, Tenant
+from tenants.services import provider_health_record, tenant_agent_validate, tenant_set_agent
 
 from .eval.batch import EXPECTED, Result, ask, judge
 from .interface import warm_up
 from .models import RUN_SECONDS, RUN_STALE, AgentTestSet
+from .providers import DEFAULT_MODEL
+from .providers.openai import check_connection
 
 logger = logging.getLogger("salesagent.agent")
 
@@ -52,6 +56,45 @@ MAX_FILE_BYTES = 128 * 1024  # a .txt or .csv of questions
 FILE_TYPES = (".txt", ".csv")
 # The decision column's words, as people may write them.
 _DECISION_WORDS = {d.replace("_", " "): d for d in EXPECTED} | {d: d for d in EXPECTED}
+
+
+# --- the provider ---------------------------------------------------------------------------
+
+def agent_provider_check(*, tenant: Tenant, model: str, base_url: str,
+                         api_key: str | None = None) -> FieldError | None:
+    """Whether an OpenAI-compatible provider answers with these settings (the stored key when
+    ``api_key`` is None): None, or the setting to look at and why. Outside any transaction: it
+    waits for the provider (``check_connection``, a few seconds at most)."""
+    key = tenant.agent_api_key if api_key is None else api_key.strip()
+    if not key:
+        return FieldError("api_key", "required", "The provider needs an API key (any text for a "
+                                                 "local server that takes none).")
+    found = check_connection(api_key=key, model=(model or "").strip() or DEFAULT_MODEL,
+                             base_url=(base_url or "").strip() or None)
+    return None if found is None else FieldError(found[0], "unreachable", found[1])
+
+
+def agent_provider_save(*, tenant: Tenant, provider: str, model: str, base_url: str,
+                        api_key: str | None, embeddings: str | None = None,
+                        embedding_model: str | None = None) -> Tenant:
+    """The agent's provider settings (``tenants.services.tenant_set_agent``; ``api_key``: None
+    keeps the stored key, "" removes it), saved only when an OpenAI-compatible provider answers
+    with them: otherwise ``Unprocessable``, with the setting to look at, and nothing is saved.
+    The answer counts as the provider's first (its health, on the dashboard's home)."""
+    changes = {"provider": provider, "model": model, "base_url": base_url, "api_key": api_key,
+               "embeddings": embeddings, "embedding_model": embedding_model}
+    tenant_agent_validate(tenant=tenant, **changes)  # what is refused anyway is not asked
+    checked = provider == AgentProvider.OPENAI
+    if checked:
+        problem = agent_provider_check(tenant=tenant, model=model, base_url=base_url,
+                                       api_key=api_key)
+        if problem is not None:
+            raise Unprocessable(f"Not saved: the provider does not answer. {problem.message}",
+                                details=[problem])
+    tenant = tenant_set_agent(tenant=tenant, **changes)
+    if checked:
+        provider_health_record(tenant_id=tenant.pk, at=timezone.now())
+    return tenant
 
 
 # --- questions ------------------------------------------------------------------------------

@@ -169,6 +169,8 @@ class ReplyPlan:
     confirmation_email: bool = False  # the visitor will get one: the reply may promise it
     slot_unavailable: bool = False
     offer_slots: list[Slot] = field(default_factory=list)
+    # The visitor asked for a time (``agent.when``) and none of the offered slots is then.
+    wish_unmet: bool = False
     booking_url: str = ""
     handoff: Handoff | None = None
     # A handoff nobody was available for (docs/dashboard.md, "Availability and routing"): it

@@ -67,6 +67,10 @@ class Conversation(models.Model):
     # When ``assigned_to`` joined: took the conversation over, or first replied. Until then the
     # visitor is told who will reply, not that someone has joined (docs/conversations.md).
     joined_at = models.DateTimeField(null=True, blank=True)
+    # When the visitor of a handed-off conversation was last told that a person will reply (the
+    # agent's notice) or last heard from one (a person's reply): until ``joined_at``, the notice
+    # is repeated only after a long silence (docs/conversations.md).
+    handoff_notice_at = models.DateTimeField(null=True, blank=True)
     handoff = models.JSONField(null=True, blank=True)  # {reason, priority, suggestedTeam, context}
     # When it was last handed off: the Unassigned queue is offered oldest first.
     handed_off_at = models.DateTimeField(null=True, blank=True)
@@ -189,6 +193,9 @@ class Meeting(models.Model):
     # Who cancelled it: "visitor" (the signed link) or "staff" (the dashboard).
     cancelled_by = models.CharField(max_length=10, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # The lead's status when this meeting was booked: a cancellation moves the lead back to it
+    # (docs/meetings.md, "The lead after a cancellation").
+    lead_status_before = models.CharField(max_length=12, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.interface import Slot
+from agent.interface import Slot, Wish
 from tenants.models import Tenant
 
 from .models import Meeting, MeetingStatus
@@ -206,14 +206,51 @@ def is_free(tenant: Tenant, start: datetime) -> bool:
 
 
 def free_slots(tenant: Tenant, livemode: bool, *, now: datetime, count: int = 3,
-               view: SlotView | None = None) -> list[Slot]:
+               view: SlotView | None = None, wish: Wish | None = None) -> list[Slot]:
     """The next ``count`` free slots, at most one per day so the choice spans several days;
-    labelled for ``view`` (``make_slot``)."""
+    labelled for ``view`` (``make_slot``). With the visitor's ``wish`` (``agent.when``: days
+    and parts of the day, in the visitor's zone), the free slots it fits come first
+    (``_wished``), then the next ones as without."""
     taken = booked_starts(tenant, livemode, since=now)
     days = [[s for s in starts if s not in taken] for starts in _bookable_days(tenant, now)]
     free = calendar_free(tenant, [s for starts in days for s in starts])
-    firsts = [_first_free(starts, free) for starts in days]
-    return [make_slot(tenant, start, view) for start in firsts if start][:count]
+    firsts = [start for start in (_first_free(starts, free) for starts in days) if start]
+    chosen = [] if wish is None else _wished(days, free, wish, _view_zone(tenant, view), count)
+    chosen += [start for start in firsts if start not in chosen]
+    return [make_slot(tenant, start, view) for start in chosen[:count]]
+
+
+def fits(wish: Wish, start: datetime, tenant: Tenant, view: SlotView | None) -> bool:
+    """Whether the slot at ``start`` is one the visitor's ``wish`` asked for."""
+    local = start.astimezone(_view_zone(tenant, view))
+    return wish.fits(local.date(), local.hour)
+
+
+def _view_zone(tenant: Tenant, view: SlotView | None) -> ZoneInfo:
+    return view.zone if view is not None else _zone(tenant)
+
+
+def _wished(days: list[list[datetime]], free: set[datetime] | None, wish: Wish, zone: ZoneInfo,
+            count: int) -> list[datetime]:
+    """Up to ``count`` free starts that ``wish`` fits, in time order: spread over the days it
+    names (the first of each day, then the second...), and over each day (its first, middle
+    and last start first), so that "next week" offers several days and "Friday afternoon"
+    several hours."""
+    by_day: dict[date, list[datetime]] = {}
+    for starts in days:
+        for start in starts:
+            local = start.astimezone(zone)
+            if (free is None or start in free) and wish.fits(local.date(), local.hour):
+                by_day.setdefault(local.date(), []).append(start)
+    spread = [_spread(starts) for _day, starts in sorted(by_day.items())]
+    picked = [starts[i] for i in range(count) for starts in spread if i < len(starts)]
+    return sorted(picked[:count])
+
+
+def _spread(starts: list[datetime]) -> list[datetime]:
+    """A day's starts, its first, middle and last first, then the others in order."""
+    ends = [starts[0], starts[len(starts) // 2], starts[-1]]
+    return list(dict.fromkeys([*ends, *starts]))
 
 
 def _first_free(starts: list[datetime], free: set[datetime] | None) -> datetime | None:

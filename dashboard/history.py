@@ -153,7 +153,9 @@ def _updated(event: Row, context: _Context) -> list[Entry]:
     lead, previous = facts["lead"], facts["previous"]
     entries = []
     if "status" in previous and not _reached_milestone(previous["status"], lead["status"]):
-        entries.append(Entry(at, "status", f"Status: {_move(previous['status'], lead['status'])}"))
+        reason = facts.get("reason")
+        entries.append(Entry(at, "status", f"Status: {_move(previous['status'], lead['status'])}",
+                             [reason] if reason else []))
     if "score" in previous:
         entries.append(_scored(at, previous["score"], lead["score"], facts.get("score_reasons"),
                                context))

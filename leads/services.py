@@ -220,6 +220,8 @@ def _emit_update(lead: Lead, *, before: dict[str, Any], changed: list[str],
     facts: dict[str, Any] = {"lead": after, "previous": previous}
     if "score" in changed and score_reasons is not None:
         facts["score_reasons"] = score_reasons
+    if "status" in changed and reason:
+        facts["reason"] = reason  # why the status moved, for the lead's history
     emit(EventType.LEAD_UPDATED, tenant_id=lead.tenant_id, livemode=lead.livemode,
          lead_id=lead.pk, description=f"Lead {lead.email} updated: {shown}", facts=facts)
     if "status" in changed:

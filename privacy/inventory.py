@@ -51,6 +51,8 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "knowledge.ChunkVector": (NOBODY, "the tenant's documents"),
     "agent.AgentTestSet": (NOBODY, "questions the staff wrote to test the agent"),
     "tenants.Tenant": (NOBODY, "the tenant's settings"),
+    "tenants.ProviderHealth": (NOBODY, "when the tenant's model provider last answered and "
+                                       "failed, and why, in the service's words"),
     "tenants.User": (NOBODY, "the staff"),
     "tenants.Invitation": (NOBODY, "invitations of staff"),
     "tenants.StaffAccess": (NOBODY, "who of the staff opened whose data: the staff member's "

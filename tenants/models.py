@@ -327,3 +327,23 @@ class StaffAccess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_label} {self.action} lead {self.lead_id} at {self.at:%Y-%m-%d %H:%M:%S}"
+class ProviderHealth(models.Model):
+    """How the tenant's language-model provider (``agent_provider`` openai) answered lately: its
+    last answer, and its last failure and why (docs/agent.md, "When the provider fails"). The
+    dashboard's home shows it; a change of the provider's settings starts it afresh. One row per
+    tenant, for both modes: the provider is one."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, primary_key=True,
+                                  related_name="provider_health")
+    last_ok_at = models.DateTimeField(null=True, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    last_failure = models.CharField(max_length=300, blank=True)  # the service's words, no data
+
+    def __str__(self) -> str:
+        return f"Provider health of {self.tenant_id}"
+
+    @property
+    def failing(self) -> bool:
+        """The last word of the provider was a failure."""
+        return self.last_failure_at is not None and (
+            self.last_ok_at is None or self.last_failure_at > self.last_ok_at)

@@ -15,6 +15,7 @@ from core import crypto
 from core.models import Event, EventType
 
 from .models import Invitation, StaffAccess, Tenant, User
+from .models import Invitation, ProviderHealth, Tenant, User
 
 TEAM_EVENT_TYPES = [t for t in EventType.values if t.startswith("team.")]
 
@@ -156,3 +157,9 @@ def staff_accesses(*, tenant: Tenant, livemode: bool) -> QuerySet[StaffAccess]:
     """The staff access audit of the tenant's data in one mode, newest first (the Privacy page
     pages through it on the ``staff_access_tenant_at`` index)."""
     return StaffAccess.objects.filter(tenant=tenant, livemode=livemode).order_by("-at", "-id")
+def provider_health(*, tenant: Tenant) -> ProviderHealth | None:
+    """How the tenant's language-model provider answered lately; None before its first turn
+    (or since its settings changed), and for the builtin agent, which cannot fail."""
+    if tenant.agent_provider != "openai":
+        return None
+    return ProviderHealth.objects.filter(tenant=tenant).first()

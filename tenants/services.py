@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import secrets
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import SplitResult
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core import crypto
@@ -28,6 +29,7 @@ from .models import (
     Plan,
     StaffAccess,
     StaffAccessAction,
+    ProviderHealth,
     Tenant,
     User,
     UserRole,
@@ -99,6 +101,28 @@ def tenant_set_agent(
     ``embeddings`` is ``local`` or ``provider`` (knowledge retrieval by the provider's
     /v1/embeddings, with ``embedding_model``: docs/knowledge.md, "The provider's embeddings");
     it takes effect only on the openai provider."""
+    before = _provider_settings(tenant)
+    _apply_agent(tenant, provider=provider, model=model, api_key=api_key, base_url=base_url,
+                 booking_url=booking_url, embeddings=embeddings, embedding_model=embedding_model)
+    tenant.save()
+    if _provider_settings(tenant) != before:
+        # Another provider: how the previous one answered says nothing about it.
+        ProviderHealth.objects.filter(tenant=tenant).delete()
+    return tenant
+
+
+def tenant_agent_validate(*, tenant: Tenant, **changes: str | None) -> None:
+    """Refuses (``Unprocessable``) what ``tenant_set_agent`` would refuse, saving nothing: for a
+    caller with slow work between checking and saving (asking the provider, which is pointless
+    for settings that will be refused anyway)."""
+    _apply_agent(copy.copy(tenant), **changes)
+
+
+def _apply_agent(tenant: Tenant, *, provider: str | None = None, model: str | None = None,
+                 api_key: str | None = None, base_url: str | None = None,
+                 booking_url: str | None = None, embeddings: str | None = None,
+                 embedding_model: str | None = None) -> None:
+    """``tenant_set_agent``'s changes on ``tenant``, checked, not saved."""
     if provider is not None:
         if provider not in AgentProvider.values:
             raise Unprocessable(f"Unknown agent provider {provider!r}.")
@@ -116,8 +140,44 @@ def tenant_set_agent(
         if value and not value.startswith(("http://", "https://")):
             raise Unprocessable("URLs must start with http:// or https://.",
                                 details=[FieldError(field, "invalid_format", "An http(s) URL.")])
-    tenant.save()
-    return tenant
+
+
+def _provider_settings(tenant: Tenant) -> tuple[str, ...]:
+    return (tenant.agent_provider, tenant.agent_model, tenant.agent_base_url,
+            tenant.agent_api_key_encrypted)
+
+
+# A provider that keeps answering is recorded at most this often, and the same failure while it
+# repeats: the turns of a busy tenant do not all write its one row.
+PROVIDER_OK_EVERY = timedelta(minutes=1)
+PROVIDER_FAILURE_EVERY = timedelta(seconds=10)
+PROVIDER_FAILURE_CHARS = 300
+
+
+def provider_health_record(*, tenant_id: uuid.UUID, at: datetime, failure: str = "") -> None:
+    """Records how the tenant's language-model provider answered a turn at ``at``: ``failure``
+    says why it did not (the service's own words, never the provider's text or a visitor's),
+    empty when it answered (docs/agent.md, "When the provider fails").
+
+    One conditional UPDATE that writes only news (a first answer or failure, an answer after a
+    failure or the reverse, another reason, or the same one older than ``PROVIDER_OK_EVERY`` /
+    ``PROVIDER_FAILURE_EVERY``), and an INSERT that does nothing if the row exists when the
+    UPDATE wrote none: no read, and no lock taken by a turn that has nothing new to say. No
+    event: this is the provider's bookkeeping, as a webhook's attempts are the receiver's."""
+    rows = ProviderHealth.objects.filter(tenant_id=tenant_id)
+    if failure:
+        failure = failure[:PROVIDER_FAILURE_CHARS]
+        news = (Q(last_failure_at__isnull=True) | ~Q(last_failure=failure)
+                | Q(last_failure_at__lt=at - PROVIDER_FAILURE_EVERY)
+                | Q(last_ok_at__gt=F("last_failure_at")))
+        changes: dict[str, Any] = {"last_failure_at": at, "last_failure": failure}
+    else:
+        news = (Q(last_ok_at__isnull=True) | Q(last_ok_at__lt=at - PROVIDER_OK_EVERY)
+                | Q(last_failure_at__gt=F("last_ok_at")))
+        changes = {"last_ok_at": at}
+    if not rows.filter(news).update(**changes):
+        ProviderHealth.objects.bulk_create([ProviderHealth(tenant_id=tenant_id, **changes)],
+                                           ignore_conflicts=True)
 
 
 def _set_embeddings(tenant: Tenant, *, embeddings: str | None, embedding_model: str | None) -> None:

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from tenants.models import Tenant
 
 
+DEFAULT_MODEL = "gpt-4o-mini"  # a tenant on openai that names no model
+
+
 def provider_for(tenant: Tenant) -> Provider:
     if tenant.agent_provider == "openai":
         from .openai import OpenAIProvider
@@ -22,9 +25,9 @@ def provider_for(tenant: Tenant) -> Provider:
             raise ProviderNotConfigured(
                 "The tenant's language-model provider (openai) is not configured: it has no API key."
             )
-        return OpenAIProvider(api_key=key, model=tenant.agent_model or "gpt-4o-mini",
+        return OpenAIProvider(api_key=key, model=tenant.agent_model or DEFAULT_MODEL,
                               base_url=tenant.agent_base_url or None)
     return BuiltinProvider()
 
 
-__all__ = ["Provider", "provider_for"]
+__all__ = ["DEFAULT_MODEL", "Provider", "provider_for"]

@@ -193,6 +193,8 @@ def _meeting(lang: str, plan: ReplyPlan) -> str | None:
         return phrase(lang, key, slot=plan.booked_slot.label)
     if plan.slot_unavailable and plan.offer_slots:
         return phrase(lang, "slot_taken")
+    if plan.wish_unmet and plan.offer_slots:
+        return phrase(lang, "slots_not_then")
     if plan.offer_slots:
         return phrase(lang, "offer_slots")
     if plan.booking_url:

@@ -266,6 +266,9 @@ def _meeting_step(plan: ReplyPlan) -> str | None:
     if plan.slot_unavailable:
         return ("The chosen time is no longer free: apologise and point to the other times "
                 "shown as buttons below your reply.")
+    if plan.wish_unmet and plan.offer_slots:
+        return ("Nothing is free at the time the visitor asked for: say so briefly; the closest "
+                "times are shown as buttons below your reply, so do not list them.")
     if plan.offer_slots:
         return ("Offer a discovery call; the available times are shown as buttons below your "
                 "reply, so do not list them.")
@@ -383,6 +386,42 @@ def _short(value: Any, limit: int) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     return value.strip()[:limit]
+
+
+# Saving the provider's settings waits for this at most (docs/agent.md, "When the provider
+# fails"): a server that is there answers one token in well under it.
+CHECK_SECONDS = 8.0
+
+
+def check_connection(*, api_key: str, model: str, base_url: str | None,
+                     timeout: float = CHECK_SECONDS) -> tuple[str, str] | None:
+    """Asks the provider for a one-token completion with these settings, as a turn would call
+    it (the official client, the shared TLS context, no retry); None when it answers, else the
+    setting to look at ("base_url", "api_key" or "model") and why, in words a person can act
+    on, never the key."""
+    where = base_url or "https://api.openai.com/v1"
+    client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0,
+                           http_client=openai.DefaultHttpxClient(verify=_tls_context()))
+    try:
+        client.chat.completions.create(model=model, max_tokens=1,
+                                       messages=[{"role": "user", "content": "ping"}])
+    except openai.APITimeoutError:
+        return "base_url", f"{where} did not answer within {timeout:g} seconds."
+    except openai.AuthenticationError as exc:
+        return "api_key", f"{where} refused the API key (HTTP {exc.status_code})."
+    except openai.NotFoundError:
+        return "model", (f"{where} answered 404: it has no model {model!r}, or the base URL is "
+                         "not an OpenAI-compatible API (it usually ends in /v1).")
+    except openai.APIStatusError as exc:
+        return "base_url", f"{where} answered with an error (HTTP {exc.status_code})."
+    except openai.APIConnectionError as exc:
+        cause = exc.__cause__ or exc
+        return "base_url", f"{where} could not be reached ({type(cause).__name__})."
+    except openai.OpenAIError as exc:  # an answer the client cannot read
+        return "base_url", f"{where} answered something that is no completion ({type(exc).__name__})."
+    finally:
+        client.close()
+    return None
 
 
 def _provider_error(exc: Exception) -> Exception:

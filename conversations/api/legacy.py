@@ -212,7 +212,8 @@ class PublicChatView(PublicLegacyAPIView):
             (200, "application/json"): OpenApiResponse(inline_serializer(name="LegacyChatResponse", fields={
                 "id": serializers.UUIDField(), "sessionId": serializers.UUIDField(),
                 "visitorId": serializers.CharField(), "role": serializers.CharField(),
-                "content": serializers.CharField(), "intent": serializers.CharField(),
+                "content": serializers.CharField(allow_blank=True),
+                "intent": serializers.CharField(),
                 "confidence": serializers.FloatField(),
                 "suggestedActions": SuggestedActionSerializer(many=True),
                 "leadScore": serializers.IntegerField(), "createdAt": serializers.CharField(),

@@ -70,11 +70,15 @@ class HandoffSerializer(serializers.Serializer):
 
 
 class ChatResponseSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="msg_ id of the assistant message")
+    id = serializers.CharField(help_text="msg_ id of the assistant message; while a person has "
+                                         "the conversation and the agent says nothing, of the "
+                                         "visitor's stored message")
     sessionId = serializers.CharField(help_text="sess_ id; send it back to continue")
     visitorId = serializers.CharField()
     role = serializers.ChoiceField(choices=["assistant"])
-    content = serializers.CharField(help_text="Markdown")
+    content = serializers.CharField(allow_blank=True, help_text=(
+        "Markdown; empty when a person has the conversation and the agent says nothing "
+        "(docs/conversations.md)"))
     intent = serializers.ChoiceField(choices=list(INTENTS))
     confidence = serializers.FloatField(min_value=0, max_value=1)
     suggestedActions = SuggestedActionSerializer(many=True)
@@ -143,7 +147,8 @@ class SessionSerializer(serializers.Serializer):
 
 
 def chat_response(outcome, visitor_id: str, *, legacy: bool = False) -> dict[str, Any]:
-    """The chat response object; the legacy surface shows the same fields with UUIDs."""
+    """The chat response object; the legacy surface shows the same fields with UUIDs. A quiet
+    turn (a person has the conversation) names the visitor's stored message and says nothing."""
     message: Message = outcome.message
     data = {
         "id": str(message.pk) if legacy else presenters.msg_id(message.pk),
@@ -151,10 +156,10 @@ def chat_response(outcome, visitor_id: str, *, legacy: bool = False) -> dict[str
                       else presenters.sess_id(outcome.conversation.pk)),
         "visitorId": visitor_id,
         "role": "assistant",
-        "content": message.content,
-        "intent": message.intent,
-        "confidence": message.confidence,
-        "suggestedActions": message.suggested_actions,
+        "content": "" if outcome.quiet else message.content,
+        "intent": outcome.intent,
+        "confidence": outcome.confidence,
+        "suggestedActions": [] if outcome.quiet else message.suggested_actions,
         "leadScore": outcome.conversation.lead_score,
         "createdAt": format_timestamp(message.created_at),
     }

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 
-from agent.interface import Contact, ReplyPlan
+from agent.interface import Contact, ReplyPlan, Wish
 from core.emails import normalised_or_none
 from core.errors import ServiceError
 from core.models import EventType
@@ -128,12 +128,16 @@ def e164(phone: str | None) -> str | None:
 # --- meetings -------------------------------------------------------------------------------
 
 def offer_slots(conversation: Conversation, plan: ReplyPlan, *, now: datetime,
-                view: scheduling.SlotView, unavailable: bool = False) -> ReplyPlan:
-    """The next free slots, labelled for the visitor, remembered so that the visitor's choice
-    can be checked."""
-    offer = scheduling.free_slots(conversation.tenant, conversation.livemode, now=now, view=view)
+                view: scheduling.SlotView, unavailable: bool = False,
+                wish: Wish | None = None) -> ReplyPlan:
+    """The next free slots, those the visitor asked for first (``wish``), labelled for the
+    visitor, remembered so that the visitor's choice can be checked."""
+    tenant = conversation.tenant
+    offer = scheduling.free_slots(tenant, conversation.livemode, now=now, view=view, wish=wish)
     conversation.offered_slots = [slot.token for slot in offer]
-    return replace(plan, offer_slots=offer, slot_unavailable=unavailable)
+    unmet = wish is not None and not any(scheduling.fits(wish, slot.start, tenant, view)
+                                         for slot in offer)
+    return replace(plan, offer_slots=offer, slot_unavailable=unavailable, wish_unmet=unmet)
 
 
 def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyPlan, *,
@@ -152,7 +156,7 @@ def book(conversation: Conversation, lead: Lead | None, token: str, plan: ReplyP
             meeting = Meeting.objects.create(
                 tenant=tenant, livemode=conversation.livemode, lead=lead, conversation=conversation,
                 starts_at=slot.start, ends_at=slot.end, time_zone=tenant.meeting_timezone,
-                host=_host(tenant, slot, now=now),
+                host=_host(tenant, slot, now=now), lead_status_before=lead.status,
                 created_at=now, updated_at=now,
             )
     except IntegrityError:  # someone else took the slot a moment ago

@@ -5,6 +5,10 @@ Whatever the provider does, the turn ends with a complete, sensible reply (docs/
 limits", "Grounding", "When the model misbehaves"):
 
 - the whole turn has a deadline (the tenant's ``agent_turn_seconds``);
+- a provider that fails (cannot be reached, answers an error, or not within its timeout) leaves
+  the rest of the turn to the builtin agent: the visitor gets its reply, and the turn records
+  why (``Message.turn["provider_failure"]``, the provider's health on the dashboard's home).
+  Only a stream that already showed part of the model's reply ends with an error instead;
 - an analysis the model cannot give (no call, another function, arguments that are no JSON
   object) or does not give in time is the deterministic one (``rules``), and the turn records
   that it fell back;
@@ -45,7 +49,14 @@ from agent.interface import (
 )
 from core.errors import ServiceError
 
-from .turn import OpenedTurn, TurnOutcome, turn_apply, turn_close, with_visitor_choice
+from .turn import (
+    OpenedTurn,
+    TurnOutcome,
+    turn_apply,
+    turn_close,
+    turn_quiet,
+    with_visitor_choice,
+)
 
 logger = logging.getLogger("salesagent.chat")
 
@@ -88,12 +99,27 @@ class _Turn:
     cited: list[Passage] = field(default_factory=list)
     parts: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)  # the path the turn took (Message.turn)
+    streaming: bool = False  # what is said reaches the visitor at once
+    # For the provider's health: None when no model is asked this turn, "" while it answers,
+    # else why it failed.
+    provider_failure: str | None = None
 
     @classmethod
-    def start(cls, opened: OpenedTurn, provider: Provider) -> _Turn:
+    def start(cls, opened: OpenedTurn, provider: Provider, *, streaming: bool = False) -> _Turn:
+        asks = not opened.silent and provider.name != BuiltinProvider.name
         return cls(opened=opened, provider=provider,
                    deadline=_Deadline(opened.ctx.limits.turn_seconds),
-                   analysis=_silent_analysis(opened.ctx))
+                   analysis=_silent_analysis(opened.ctx), streaming=streaming,
+                   provider_failure="" if asks else None)
+
+    def _provider_failed(self, exc: ServiceError) -> None:
+        """The provider failed: the rest of the turn is the builtin agent's, and the turn
+        records why."""
+        logger.warning("provider failed in conversation %s, the builtin agent answers: %s",
+                       self.opened.conversation_id, exc.message)
+        self.provider_failure = self.info["provider_failure"] = exc.message
+        self.info["reply"] = "builtin (provider failed)"
+        self.provider = BuiltinProvider()
 
     async def apply(self) -> None:
         """Analysis (the model's, or the rules' when it cannot give one), then the decisions."""
@@ -113,6 +139,9 @@ class _Turn:
             return await self._with_rules(analysis), "model"
         except AnalysisUnusable:
             return await BuiltinProvider().analyze(ctx), "fallback"
+        except ServiceError as exc:  # ProviderUnavailable, ProviderTimeout
+            self._provider_failed(exc)
+            return await self.provider.analyze(ctx), "fallback (provider failed)"
         except TimeoutError:
             logger.warning("analysis past the turn's deadline in conversation %s",
                            self.opened.conversation_id)
@@ -145,15 +174,19 @@ class _Turn:
             self.info["reply"] = "template"
             yield self._say(phrase(self.opened.ctx.language, "handoff_active"))
             return
-        guard = ReplyGuard(max_chars=self.opened.ctx.limits.max_chars,
-                           max_chunks=self.opened.ctx.limits.max_tokens,
-                           sources=self._sources(),
-                           private=private_instructions(tenant=self.opened.ctx.tenant_name))
-        truncated = False
-        async for chunk, late in self._model_chunks(guard):
-            truncated = truncated or late
-            if chunk:
-                yield self._say(chunk)
+        # The model's reply; if the provider fails before the visitor saw any of it, the builtin
+        # agent's instead, from the start.
+        for attempt in (1, 2):
+            guard, truncated = self._guard(), False
+            try:
+                async for chunk, late in self._model_chunks(guard):
+                    truncated = truncated or late
+                    if chunk:
+                        yield self._say(chunk)
+                break
+            except ServiceError as exc:
+                if attempt == 2 or not self._falls_back(exc):
+                    raise
         truncated = truncated or self.provider.finish_reason == "length"
         for text in (guard.finish(truncated=truncated), self._ending(guard)):
             if text:
@@ -161,6 +194,23 @@ class _Turn:
         stopped = guard.stopped or ("deadline" if truncated else None)
         self.info.update(reply=self.info.get("reply", self.provider.name), stopped=stopped,
                          unsupported=guard.unsupported, **_asked(self.plan, stopped=stopped))
+
+    def _guard(self) -> ReplyGuard:
+        return ReplyGuard(max_chars=self.opened.ctx.limits.max_chars,
+                          max_chunks=self.opened.ctx.limits.max_tokens,
+                          sources=self._sources(),
+                          private=private_instructions(tenant=self.opened.ctx.tenant_name))
+
+    def _falls_back(self, exc: ServiceError) -> bool:
+        """After the provider failed during its reply: whether the builtin agent replies
+        instead. Not in a stream that showed part of the model's reply already: it ends with
+        its error, and what was shown is kept (the failure is recorded all the same)."""
+        if self.streaming and self.parts:
+            self.provider_failure = self.info["provider_failure"] = exc.message
+            return False
+        self._provider_failed(exc)
+        self.parts.clear()  # not shown: a reply that is not a stream is sent whole, at the end
+        return True
 
     async def _model_chunks(self, guard: ReplyGuard) -> AsyncIterator[tuple[str, bool]]:
         """The provider's chunks through ``guard``, until it ends, the guard stops it or the
@@ -214,7 +264,7 @@ class _Turn:
         return await sync_to_async(turn_close)(
             opened=self.opened, analysis=self.analysis, plan=self.plan,
             content="".join(self.parts), cited=self.cited, interrupted=interrupted,
-            turn=self.info)
+            turn=self.info, provider_failure=self.provider_failure)
 
     async def save_partial(self) -> None:
         if not self.parts:
@@ -248,6 +298,8 @@ async def run_turn(opened: OpenedTurn, provider: Provider) -> TurnOutcome:
     """The rest of a turn that ``turn_open`` began, for a non-streaming request."""
     turn = _Turn.start(opened, provider)
     try:
+        if opened.quiet:
+            return await sync_to_async(turn_quiet)(opened=opened, analysis=turn.analysis)
         if not opened.silent:
             await turn.apply()
         async for _ in turn.chunks():
@@ -266,9 +318,14 @@ async def stream_turn(opened: OpenedTurn, provider: Provider) -> AsyncIterator[t
     ordinary error responses rather than a broken stream."""
     # Ids are UUIDs here; each surface's view shows them in its own form.
     yield "message_start", {"id": opened.reply_id, "sessionId": opened.conversation_id}
-    turn = _Turn.start(opened, provider)
+    turn = _Turn.start(opened, provider, streaming=True)
     finished = False
     try:
+        if opened.quiet:
+            outcome = await sync_to_async(turn_quiet)(opened=opened, analysis=turn.analysis)
+            finished = True
+            yield "message_end", _message_end(turn.analysis, outcome)
+            return
         if not opened.silent:
             await turn.apply()
         async for chunk in turn.chunks():
@@ -293,9 +350,10 @@ async def stream_turn(opened: OpenedTurn, provider: Provider) -> AsyncIterator[t
 
 
 def _message_end(analysis: Analysis, outcome: TurnOutcome) -> dict:
-    end = {"intent": analysis.intent, "confidence": outcome.message.confidence,
+    end = {"intent": analysis.intent, "confidence": outcome.confidence,
            "leadScore": outcome.conversation.lead_score,
-           "suggestedActions": outcome.message.suggested_actions, "outcome": outcome}
+           "suggestedActions": [] if outcome.quiet else outcome.message.suggested_actions,
+           "outcome": outcome}
     if outcome.handoff:
         end["handoff"] = outcome.handoff
     return end

@@ -27,6 +27,10 @@ class ServiceChat:
                                      message=message, session_id=session))
         outcome = async_to_sync(run_turn)(opened, provider)
         reply, conversation = outcome.message, outcome.conversation
+        if outcome.quiet:  # a person has the conversation: the agent said nothing
+            return ChatReply(session=conversation.pk, content="", turn={}, actions=[],
+                             intent=outcome.intent, handoff=None,
+                             contact=_contact(conversation.contact), booked=False, cited=())
         return ChatReply(session=conversation.pk, content=reply.content,
                          turn=reply.turn or {}, actions=reply.suggested_actions,
                          intent=reply.intent, handoff=reply.handoff,

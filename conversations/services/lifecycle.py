@@ -109,6 +109,7 @@ def hand_off(conversation: Conversation, handoff: Handoff, *, now: datetime,
         tenant=conversation.tenant, now=now,
         preferred_id=lead.assigned_to_id if lead is not None else None)
     conversation.joined_at = now if joined and assignee is not None else None
+    conversation.handoff_notice_at = None  # a new handoff: the visitor has not been told yet
     context = {
         "summary": conversation.summary or None,
         "intents": conversation.intents,

@@ -13,6 +13,8 @@ from django.utils import timezone
 from core.errors import Conflict, FieldError, Unprocessable
 from core.models import EventType
 from core.timestamps import stored_timestamp
+from leads.services import lead_update
+from leads.vocabulary import LeadStatus
 
 from .. import scheduling
 from ..events import emit_meeting_event
@@ -50,7 +52,27 @@ def meeting_cancel(*, meeting: Meeting, by: str, now: datetime | None = None) ->
     current.save()
     emit_meeting_event(current, EventType.MEETING_CANCELLED,
                        f"Meeting of {current.starts_at:%Y-%m-%d %H:%M} UTC cancelled by the {by}")
+    _lead_back(current, by=by)
     return current
+
+
+def _lead_back(meeting: Meeting, *, by: str) -> None:
+    """A lead whose meeting is cancelled is no longer "Meeting booked": it goes back to the
+    status it had when the meeting was booked (``qualifying`` when that is unknown, or was
+    ``booked`` by another meeting), with ``lead.updated`` saying why. Unless another meeting of
+    the lead is still scheduled, or its status moved on since (converted, lost, set by hand)."""
+    lead = meeting.lead
+    if lead.status != LeadStatus.BOOKED:
+        return
+    others = (Meeting.objects.filter(tenant_id=meeting.tenant_id, livemode=meeting.livemode,
+                                     lead_id=lead.pk, status=MeetingStatus.SCHEDULED)
+              .exclude(pk=meeting.pk))
+    if others.exists():
+        return
+    before = meeting.lead_status_before
+    status = before if before and before != LeadStatus.BOOKED else LeadStatus.QUALIFYING
+    lead_update(lead=lead, changes={"status": status}, touch_activity=False,
+                qualification_reason=f"Meeting cancelled by the {by}")
 
 
 @transaction.atomic

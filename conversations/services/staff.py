@@ -80,7 +80,7 @@ def conversation_hand_back(*, conversation: Conversation) -> Conversation:
         raise Conflict("Only a handed-off conversation can be handed back to the agent.")
     current.status = ConversationStatus.ACTIVE
     current.assigned_to = None
-    current.joined_at = None
+    current.joined_at = current.handoff_notice_at = None
     current.save()
     emit_conversation_event(current, EventType.CONVERSATION_HANDED_BACK,
                             "Conversation handed back to the agent")
@@ -107,7 +107,8 @@ def conversation_reply_as_human(*, conversation: Conversation, author: User,
         raise Conflict("This conversation is assigned to someone else.")
     now = timezone.now()
     message = append_message(current, role=Role.ASSISTANT, content=text, now=now, author=author)
-    fields = ["message_count", "last_message_at", "updated_at"]
+    current.handoff_notice_at = now  # the visitor heard from a person: no notice needed soon
+    fields = ["message_count", "last_message_at", "handoff_notice_at", "updated_at"]
     if current.joined_at is None:  # their first reply: they join the conversation with it
         current.joined_at = now
         fields.append("joined_at")

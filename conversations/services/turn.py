@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.db import transaction
@@ -33,12 +33,14 @@ from agent.interface import (
     ReplyPlan,
     TenantFacts,
     TurnContext,
+    Wish,
     conversation_subject,
     conversation_summary,
     lead_score,
     phrase,
     qualifies,
     read_message,
+    read_wish,
     said_by_visitor,
 )
 from core.errors import Forbidden, NotFound
@@ -51,6 +53,7 @@ from leads.models import Lead
 from leads.services import lead_seen, lead_update
 from tenants.models import Tenant
 from tenants.selectors import agent_phrasing_examples
+from tenants.services import provider_health_record
 
 from .. import scheduling
 from ..events import emit_conversation_event, message_facts
@@ -79,6 +82,10 @@ MEETING_BOOKED = "meeting_booked"  # the signal that records a booking in this c
 # Languages the conversation may be set to from a provider's analysis: those the agent's fixed
 # sentences exist in (a model may name any).
 CONVERSATION_LANGUAGES = BUILTIN_LANGUAGES
+# Before the person a conversation was handed to joins it, the visitor is told that someone will
+# reply at their first message, then again only after this long without a notice or a reply of
+# a person (docs/conversations.md, "While a person has the conversation").
+NOTICE_REPEAT = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,9 @@ class OpenedTurn:
     conversation_id: uuid.UUID
     user_message_id: uuid.UUID
     user_message: tuple[int, datetime]  # its sequence and time: the reply's response time
-    reply_id: uuid.UUID  # the assistant message's id, known before it is written
+    # The assistant message's id, known before it is written; a quiet turn's is the visitor's
+    # message's (no reply is written).
+    reply_id: uuid.UUID
     silent: bool  # a person has the conversation: the agent does not answer
     ctx: TurnContext
     view: scheduling.SlotView  # the visitor's time zone and language, for the slots' labels
@@ -121,15 +130,28 @@ class OpenedTurn:
     # every earlier message; None: ``turn_apply`` reads it.
     asked: frozenset[str] | None = None
     language_told: bool = True  # the turn's language came from the request or the message
+    notice: bool = False  # silent, but the visitor is told that a person will reply
+    # When the visitor would like to meet (``agent.when``), as this message or the latest
+    # earlier one that said it; ``wish_now``: this message said it.
+    wish: Wish | None = None
+    wish_now: bool = False
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing is said at all: no reply is stored, no ``message.sent``."""
+        return self.silent and not self.notice
 
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    message: Message
+    message: Message  # the reply; a quiet turn's is the visitor's own message (nothing was said)
     conversation: Conversation
     handoff: dict[str, str] | None
     plan: ReplyPlan | None = None
     cited: tuple[Passage, ...] = ()  # the passages the reply used (``Message.sources``)
+    intent: str = ""  # of the visitor's message
+    confidence: float = 0.0
+    quiet: bool = False  # ``OpenedTurn.quiet``: the chat response says nothing
 
 
 class SessionNotFound(NotFound):
@@ -184,29 +206,50 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
     inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now, consent=consent)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
+    silent = conversation.status == ConversationStatus.HANDED_OFF
+    # Decided under the conversation's lock: two messages at once get one notice.
+    notice = silent and _notice_due(conversation, now=now)
+    if notice:
+        conversation.handoff_notice_at = now
     conversation.save(update_fields=["message_count", "last_message_at", "metadata", "consent",
-                                     "updated_at"])
+                                     "handoff_notice_at", "updated_at"])
     emit_conversation_event(conversation, EventType.MESSAGE_RECEIVED,
                             f"Visitor message in conversation {conversation.pk}",
                             message=message_facts(message))
-    silent = conversation.status == ConversationStatus.HANDED_OFF
+    earlier = _earlier_messages(conversation, message)
+    if chosen_slot is None and not silent:
+        chosen_slot = _slot_said(inp.message, earlier, conversation.offered_slots)
     # The conversation's language holds unless the message says otherwise clearly; a first
     # message that tells none ("Hello") is answered in English and sets nothing.
-    # A slot chosen from the offered ones is the service's own words: it tells no language.
+    # A slot chosen from the offered ones is the service's own words: it tells no language,
+    # and the conversation's holds.
     told = inp.language or (None if chosen_slot else
                             detect_language(inp.message, prior=conversation.language or None))
-    language = told or "en"
+    language = told or conversation.language or "en"
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
-    earlier = _earlier_messages(conversation, message)
+    wish, wish_now = (None, False) if silent or chosen_slot else _wish(
+        inp.message, earlier, language=language, today=now.astimezone(view.zone).date())
     return OpenedTurn(tenant=inp.tenant, conversation_id=conversation.pk,
                       user_message_id=message.pk,
                       user_message=(message.sequence, message.created_at),
-                      reply_id=uuid.uuid4(), silent=silent,
+                      reply_id=message.pk if silent and not notice else uuid.uuid4(),
+                      silent=silent, notice=notice,
                       ctx=_context(inp, conversation, earlier, silent=silent, view=view,
                                    question=question),
                       view=view, chosen_slot=chosen_slot,
                       asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
-                      language_told=bool(told))
+                      language_told=bool(told), wish=wish, wish_now=wish_now)
+
+
+def _notice_due(conversation: Conversation, *, now: datetime) -> bool:
+    """Whether the visitor of a handed-off conversation is told (again) that a person will
+    reply: never once that person joined (they have the conversation); otherwise at the first
+    message after the handoff, then after ``NOTICE_REPEAT`` without a notice or a person's
+    reply."""
+    if conversation.joined_at is not None:
+        return False
+    last = conversation.handoff_notice_at
+    return last is None or now - last >= NOTICE_REPEAT
 
 
 def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
@@ -232,12 +275,60 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
     return replace(inp, metadata=metadata, request_meta=request_meta), chosen
 
 
+def _wish(text: str, earlier: list[_Earlier], *, language: str, today: date
+          ) -> tuple[Wish | None, bool]:
+    """When the visitor would like to meet: as this message says it, or as the latest of their
+    earlier messages (within the history read) that said it ("can we talk next week?" before
+    the agent offered slots); and whether this message said it."""
+    wish = read_wish(text, language, today)
+    if wish is not None:
+        return wish, True
+    for message in reversed(earlier):
+        if message.role == Role.USER and (wish := read_wish(message.content, language, today)):
+            return wish, False
+    return None, False
+
+
+def _slot_said(text: str, earlier: list[_Earlier], offered: list[str]) -> str | None:
+    """The slot whose offered ``reply`` action's ``message`` is ``text`` exactly (spaces around
+    aside): a client that follows the specification sends an action's ``message`` back as the
+    visitor's next message, without its metadata (docs/conversations.md, "Booking a slot").
+    Only the latest reply (within the history read) that offered the conversation's current
+    ``offered_slots`` counts."""
+    if not offered:
+        return None
+    said = text.strip()
+    for message in reversed(earlier):
+        if message.role != Role.ASSISTANT or not isinstance(message.actions, list):
+            continue
+        slots = {_slot_of(action): action.get("message") for action in message.actions
+                 if _slot_of(action) in offered}
+        if slots:
+            return next((slot for slot, words in slots.items()
+                         if isinstance(words, str) and words.strip() == said), None)
+    return None
+
+
+def _slot_of(action: Any) -> str | None:
+    """The slot token a suggested action carries, if any."""
+    metadata = action.get("metadata") if isinstance(action, dict) else None
+    slot = metadata.get("slot") if isinstance(metadata, dict) else None
+    return slot if isinstance(slot, str) else None
+
+
 def with_visitor_choice(opened: OpenedTurn, analysis: Analysis) -> Analysis:
     """The analysis, with the slot the visitor took from a suggested action: structured data
-    decides the booking, whatever the words of the message read as."""
-    if opened.chosen_slot is None or opened.silent:
+    decides the booking, whatever the words of the message read as. A time asked for after
+    slots were offered ("anything next week?") asks for other slots, whatever the words read
+    as."""
+    if opened.silent:
         return analysis
-    return replace(analysis, intent="booking", confidence=1.0, chosen_slot=opened.chosen_slot)
+    if opened.chosen_slot is not None:
+        return replace(analysis, intent="booking", confidence=1.0,
+                       chosen_slot=opened.chosen_slot)
+    if opened.wish_now and opened.ctx.slots and not analysis.chosen_slot:
+        return replace(analysis, wants_meeting=True)
+    return analysis
 
 
 def _session_for(inp: TurnInput, *, now: datetime,
@@ -277,6 +368,7 @@ class _Earlier(NamedTuple):
     role: str
     content: str
     turn: dict[str, Any]
+    actions: list[dict[str, Any]]  # a reply's suggested actions
 
 
 def _context(inp: TurnInput, conversation: Conversation, earlier: list[_Earlier], *,
@@ -315,7 +407,8 @@ def _earlier_messages(conversation: Conversation, message: Message) -> list[_Ear
         return []  # a new conversation: nothing to read
     recent = (Message.objects.filter(conversation_id=conversation.pk,
                                      sequence__lt=message.sequence)
-              .order_by("-sequence").values_list("role", "content", "turn")[:HISTORY_LIMIT])
+              .order_by("-sequence")
+              .values_list("role", "content", "turn", "suggested_actions")[:HISTORY_LIMIT])
     return [_Earlier(*row) for row in reversed(recent)]
 
 
@@ -364,6 +457,7 @@ class _Turn:
     asked: set[str]  # what the agent's earlier replies asked for: "email", BANT signals
     offered_contact: bool  # the visitor gave contact details in this message
     view: scheduling.SlotView
+    wish: Wish | None  # when the visitor would like to meet (``OpenedTurn.wish``)
     plan: ReplyPlan = field(default_factory=ReplyPlan)
 
     @property
@@ -438,7 +532,7 @@ def _read(conversation: Conversation, opened: OpenedTurn, analysis: Analysis) ->
                  slot_token=analysis.chosen_slot or reading.slot_token, now=timezone.now(),
                  asked=_asked_before(conversation, opened),
                  offered_contact=bool(told.as_dict() or reading.contact.as_dict()),
-                 view=opened.view)
+                 view=opened.view, wish=opened.wish)
 
 
 def _asked_before(conversation: Conversation, opened: OpenedTurn) -> set[str]:
@@ -475,7 +569,8 @@ def _meeting(turn: _Turn, lead: Lead | None) -> None:
     elif turn.analysis.wants_meeting and conversation.tenant.booking_url:
         turn.plan = replace(turn.plan, booking_url=conversation.tenant.booking_url)
     elif turn.analysis.wants_meeting:
-        turn.plan = capture.offer_slots(conversation, turn.plan, now=turn.now, view=turn.view)
+        turn.plan = capture.offer_slots(conversation, turn.plan, now=turn.now, view=turn.view,
+                                        wish=turn.wish)
 
 
 def _score(turn: _Turn) -> None:
@@ -584,7 +679,11 @@ def _email_wanted(turn: _Turn) -> bool:
 @transaction.atomic
 def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None, content: str,
                cited: list[Passage], interrupted: bool = False,
-               turn: dict[str, Any] | None = None) -> TurnOutcome:
+               turn: dict[str, Any] | None = None,
+               provider_failure: str | None = None) -> TurnOutcome:
+    """Stores the reply and what the turn did to the conversation. ``provider_failure``: how
+    the tenant's language model answered this turn, for its health (``""``: it did; None: no
+    model was asked)."""
     now = timezone.now()
     # With its lead: the surfaces' responses show it (the legacy widget's page events), and they
     # run on the event loop, where nothing may be read lazily.
@@ -611,6 +710,8 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None
                                      "language", "updated_at"])
     if conversation.lead_id:
         lead_seen(lead_id=conversation.lead_id, at=now)
+    if provider_failure is not None:
+        provider_health_record(tenant_id=opened.tenant.pk, at=now, failure=provider_failure)
     sequence, at = opened.user_message
     previous = ({"role": "user", "created_at": stored_timestamp(at)}
                 if message.sequence == sequence + 1 else None)
@@ -621,7 +722,19 @@ def turn_close(*, opened: OpenedTurn, analysis: Analysis, plan: ReplyPlan | None
         conversation_end(conversation, status=ConversationStatus.CLOSED, reason="visitor_left",
                          now=now)
     return TurnOutcome(message=message, conversation=conversation, handoff=handoff, plan=plan,
-                       cited=tuple(cited))
+                       cited=tuple(cited), intent=analysis.intent,
+                       confidence=message.confidence or 0.0)
+
+
+def turn_quiet(*, opened: OpenedTurn, analysis: Analysis) -> TurnOutcome:
+    """The end of a quiet turn (``OpenedTurn.quiet``): nothing is written, the visitor's stored
+    message is what the response names."""
+    conversation = Conversation.objects.select_related("lead").get(pk=opened.conversation_id)
+    conversation.tenant = opened.tenant
+    message = Message.objects.get(pk=opened.user_message_id)
+    return TurnOutcome(message=message, conversation=conversation, handoff=None,
+                       intent=analysis.intent, confidence=round(analysis.confidence, 3),
+                       quiet=True)
 
 
 def _source(passage: Passage) -> dict[str, str]:

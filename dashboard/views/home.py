@@ -1,5 +1,6 @@
-"""The dashboard's first page: the install checklist until every step is done, what needs a
-person now, and the newest leads."""
+"""The dashboard's first page: the install checklist until every step is done, how the
+language-model provider answers (a tenant on one), what needs a person now, and the newest
+leads."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from apikeys import selectors as apikey_selectors
 from conversations import selectors as conversation_selectors
 from conversations.models import ConversationStatus
 from leads import selectors as lead_selectors
+from tenants import selectors as tenant_selectors
 from webhooks import selectors as webhook_selectors
 
 from ..auth import Actor, dashboard_view
@@ -73,5 +75,8 @@ def home(request: HttpRequest) -> HttpResponse:
         "new_leads_week": week["created"],
         "qualified_week": week["qualified"],
         "recent_leads": actor.read(lead_selectors.lead_newest, limit=8),
+        # One query, for a tenant on a model provider only.
+        "provider_health": actor.read(tenant_selectors.provider_health, both_modes=True),
+        "on_provider": actor.tenant.agent_provider != "builtin",
         "section": "home",
     })

@@ -3,7 +3,9 @@ limits, the facts it may state), meeting availability, the widget's look, the or
 embed it, and the notice its visitors accept (with Do Not Track). One form per section, each
 posting to its own URL and calling one service. A form refused (its own checks or the service's)
 is shown again with what was typed and the reasons beside its fields; the widget's colours get a
-warning with their contrast ratio when its text would be hard to read."""
+warning with their contrast ratio when its text would be hard to read. The agent's form saves an
+OpenAI-compatible provider only once it answered, and its "Test connection" asks it without
+saving."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from agent import services as agent_services
 from core.errors import ServiceError
 from privacy import services as privacy_services
 from tenants import selectors as tenant_selectors
@@ -274,18 +277,54 @@ def settings_plan(request: HttpRequest) -> HttpResponse:
         f"Plan changed to {label}.")
 
 
+def _api_key(data: dict) -> str | None:
+    """The form's key as the services take it: "" removes the stored one, None keeps it."""
+    return "" if data["clear_key"] else (data["api_key"] or None)
+
+
 @require_POST
 @dashboard_view(manage=True)
 def settings_agent(request: HttpRequest) -> HttpResponse:
+    """Saves the agent's provider settings (an OpenAI-compatible provider only once it
+    answered: ``agent_provider_save``), or, with the form's "Test connection" button, asks the
+    provider with the settings typed and says how it answered, saving nothing."""
+    form = AgentForm(request.POST)
+    if "test" in request.POST:
+        return _test_connection(request, form)
+
     def write(data):
-        api_key = "" if data["clear_key"] else (data["api_key"] or None)
-        request.actor.write(tenant_services.tenant_set_agent, both_modes=True,
+        request.actor.write(agent_services.agent_provider_save, both_modes=True,
                             provider=data["provider"], model=data["model"],
-                            base_url=data["base_url"], api_key=api_key,
+                            base_url=data["base_url"], api_key=_api_key(data),
                             embeddings=data["embeddings"] or None,
                             embedding_model=data["embedding_model"])
 
-    return _save(request, "agent_form", AgentForm(request.POST), write, "Agent settings saved.")
+    return _save(request, "agent_form", form, write, "Agent settings saved: the provider answered."
+                 if request.POST.get("provider") == AgentProvider.OPENAI
+                 else "Agent settings saved.")
+
+
+def _test_connection(request: HttpRequest, form: AgentForm) -> HttpResponse:
+    if not form.is_valid():
+        messages.error(request, "Nothing was tested: correct the fields marked below.")
+        return _page(request, status=400, agent_form=mark_invalid(form))
+    data = form.cleaned_data
+    if data["provider"] != AgentProvider.OPENAI:
+        messages.success(request, "The built-in agent runs inside the service: there is no "
+                                  "connection to test.")
+        return _page(request, agent_form=form)
+    problem = request.actor.read(agent_services.agent_provider_check, both_modes=True,
+                                 model=data["model"], base_url=data["base_url"],
+                                 api_key=_api_key(data))
+    if problem is not None:
+        messages.error(request, f"The provider does not answer: {problem.message} Nothing was "
+                                "saved.")
+        form.add_error(problem.field if problem.field in form.fields else None, problem.message)
+        return _page(request, status=400, agent_form=mark_invalid(form))
+    typed_key = " Type the key again to save it: it is never shown." if data["api_key"] else ""
+    messages.success(request, "Connection tested: the provider answered with these settings. "
+                              f"They are not saved yet.{typed_key}")
+    return _page(request, agent_form=form)
 
 
 @require_POST

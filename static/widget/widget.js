@@ -427,7 +427,7 @@
           content += data.delta || "";
           if (!frame) frame = (window.requestAnimationFrame || setTimeout)(paint);
         } else if (name === "message_end") {
-          paint();
+          if (content) paint(); else reply.remove();  // a person has the chat: nothing said
           actions(data.suggestedActions);
           (data.events || []).forEach(function (e) {
             if (!RELAYED[e.type]) return;

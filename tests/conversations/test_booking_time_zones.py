@@ -130,6 +130,45 @@ def test_the_old_book_text_still_books_for_api_clients(api, kit):
     assert r.json()["content"].startswith(f"You're booked for {slots[1]['label']}.")
 
 
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_the_message_of_an_offered_slot_sent_back_alone_books_that_slot(api, kit, language):
+    """A REST client that follows the specification sends a ``reply`` action's ``message`` as
+    the visitor's next message, without its metadata: that slot is booked."""
+    sid, slots = _offer(api, kit, metadata={"timezone": "Europe/Paris"}, language=language)
+    r = chat(api, kit, slots[1]["message"], session=sid)
+    assert r.status_code == 200, r.text
+    assert r.json()["intent"] == "booking"
+    assert Meeting.objects.get().starts_at == _start(slots[1]["metadata"]["slot"])
+    assert slots[1]["label"] in r.json()["content"]
+
+
+def test_an_offered_slots_message_books_after_another_question_and_on_the_widgets_path(api, kit):
+    url = f"/api/chat?tenant={kit.tenant.public_id}"
+    sid = api.post(url, json={"message": SAM, "visitorId": "w"}).json()["sessionId"]
+    offered = api.post(url, json={"message": "Book a demo", "visitorId": "w",
+                                  "sessionId": sid}).json()["suggestedActions"]
+    slot = [a for a in offered if a["type"] == "reply"][2]
+    api.post(url, json={"message": "Do you integrate with Salesforce?", "visitorId": "w",
+                        "sessionId": sid})
+    r = api.post(url, json={"message": slot["message"], "visitorId": "w", "sessionId": sid})
+    assert r.json()["events"][0]["type"] == "meeting.booked"
+    assert Meeting.objects.get().starts_at == _start(slot["metadata"]["slot"])
+
+
+def test_only_the_exact_message_of_a_slot_offered_in_this_session_books(api, kit):
+    sid, slots = _offer(api, kit)
+    for text in (slots[0]["message"].upper(), slots[0]["message"] + " I think",
+                 slots[0]["label"]):
+        chat(api, kit, text, session=sid)
+    assert not Meeting.objects.exists()
+    # Another session of the same visitor was offered nothing.
+    other = chat(api, kit, SAM, visitor="v2").json()["sessionId"]
+    chat(api, kit, slots[0]["message"], session=other, visitor="v2")
+    assert not Meeting.objects.exists()
+    chat(api, kit, f"  {slots[0]['message']} ", session=sid)  # spaces around are no words
+    assert Meeting.objects.get().starts_at == _start(slots[0]["metadata"]["slot"])
+
+
 @pytest.mark.parametrize("slot", ["tomorrow at ten", "2026-13-45T99:99Z", 7, ["x"]])
 def test_a_slot_that_is_no_token_is_ignored(api, kit, slot):
     sid, _slots = _offer(api, kit)

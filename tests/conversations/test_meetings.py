@@ -14,9 +14,12 @@ from conversations.models import EmailKind, Meeting, OutboundEmail
 from conversations.services import MeetingNotChangeable, meeting_cancel, meeting_reschedule
 from core.errors import Conflict, Unprocessable
 from core.events import payload
-from tests.chat_helpers import events
+from leads.models import Lead
+from leads.services import lead_update
+from tests.chat_helpers import chat, events, take
+from tests.dashboard.client import Client
 
-from .meeting_helpers import book
+from .meeting_helpers import book, links_in, path_of
 
 
 @pytest.fixture
@@ -95,3 +98,56 @@ def test_test_mode_meetings_stay_in_test_mode(api, kit, rep):
     meeting, _ = book(api, kit, mode="test")
     assert meeting.livemode is False
     assert set(OutboundEmail.objects.values_list("livemode", flat=True)) == {False}
+
+
+# --- the lead after a cancellation (docs/meetings.md, "The lead after a cancellation") --------
+
+
+def _status(meeting) -> str:
+    return Lead.objects.get(pk=meeting.lead_id).status
+
+
+def test_the_visitors_cancel_link_moves_the_lead_back_to_its_status_before_the_booking(
+        api, kit, rep):
+    sid = chat(api, kit, "I'm Sam Lee, CTO at Umbrella, sam@umbrella.io").json()["sessionId"]
+    lead = Lead.objects.get()
+    r = api.patch(f"/api/v1/leads/lead_{lead.pk.hex}", json={"status": "qualified"},
+                  headers=kit.auth("write"))
+    assert r.status_code == 200, r.text
+    offered = chat(api, kit, "Can we book a demo?", session=sid).json()["suggestedActions"]
+    take(api, kit, next(a for a in offered if a["type"] == "reply"), session=sid)
+    meeting = Meeting.objects.get()
+    assert (meeting.lead_status_before, _status(meeting)) == ("qualified", "booked")
+
+    invitation = OutboundEmail.objects.get(kind=EmailKind.MEETING_INVITATION)
+    cancel = path_of(links_in(invitation.text_body)["cancel"])
+    qualified = len(events(kit, "lead.qualified"))  # the PATCH's
+    visitor = Client(enforce_csrf_checks=True)
+    page = visitor.get(cancel)
+    done = visitor.post(cancel, {"csrfmiddlewaretoken": page.context["csrf_token"]})
+    assert done.status_code == 200 and b"Your meeting is cancelled" in done.content
+    assert _status(meeting) == "qualified"
+    moved = events(kit, "lead.updated")[-1]
+    assert moved.facts["previous"]["status"] == "booked"
+    assert moved.facts["lead"]["status"] == "qualified"
+    assert "cancelled by the visitor" in moved.facts["reason"]
+    # Booked and qualified read alike on v1: no lead.qualified is announced again.
+    assert len(events(kit, "lead.qualified")) == qualified
+
+
+def test_another_scheduled_meeting_keeps_the_lead_booked(api, kit, rep):
+    first, _ = book(api, kit)
+    second, _ = book(api, kit, visitor="v2", choice=1)
+    assert second.lead_id == first.lead_id and second.lead_status_before == "booked"
+    meeting_cancel(meeting=first, by="staff")
+    assert _status(first) == "booked"
+    # The last one cancelled: back to qualifying (what it was before is no status to go back to).
+    meeting_cancel(meeting=second, by="visitor")
+    assert _status(first) == "qualifying"
+
+
+def test_a_status_set_since_the_booking_stays(api, kit, rep):
+    meeting, _ = book(api, kit)
+    lead_update(lead=meeting.lead, changes={"status": "converted"})
+    meeting_cancel(meeting=meeting, by="staff")
+    assert _status(meeting) == "converted"

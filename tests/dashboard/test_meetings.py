@@ -62,6 +62,17 @@ def test_staff_reschedule_and_cancel_from_the_lead_page(kit, rep, booked):
         "host_meeting", "meeting_cancellation", "meeting_invitation", "meeting_update"]
 
 
+def test_a_staff_cancel_moves_the_lead_back_and_the_history_says_so(rep, booked):
+    client = signed_in(rep)
+    client.post(f"/dashboard/meetings/{booked.pk}/cancel/")
+    page = _lead_page(client, booked)
+    from tests.dashboard.test_lead_history import history
+
+    lines = history(page)
+    assert "Status: Meeting booked → Qualifying Meeting cancelled by the staff" in lines[0], lines
+    assert "Meeting of " in lines[1] and "cancelled by the staff" in lines[1], lines
+
+
 def test_a_get_changes_nothing(rep, booked):
     client = signed_in(rep)
     assert client.get(f"/dashboard/meetings/{booked.pk}/cancel/").status_code == 405

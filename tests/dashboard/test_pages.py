@@ -207,10 +207,11 @@ def test_the_assigned_rep_replies_and_the_agent_stays_silent(api, kit, manager, 
     assert reply.role == "assistant" and reply.author == assignee
     sent = Event.objects.filter(type="message.sent", conversation_id=conversation.pk).first()
     assert v1_data(sent)["author"] == "user_" + assignee.pk.hex
-    # The visitor writes again: the agent does not answer in its own words.
+    # The visitor writes again: the rep has joined, the agent says nothing at all.
     again = chat(api, kit, "Great, thanks", visitor="v-human", session="sess_" + conversation.pk.hex)
     assert again.status_code == 200, again.text
-    assert again.json()["content"].startswith("A member of our team")
+    assert again.json()["content"] == ""
+    assert Message.objects.filter(conversation=conversation).order_by("sequence").last().role == "user"
 
 
 def test_take_over_hand_back_assign_and_close(api, kit, manager, rep):
@@ -252,12 +253,15 @@ def test_the_admin_token_cannot_reply_without_a_person(api, kit, manager):
     assert b"Replies are signed by a person" in r.content
 
 
-def test_settings_change_through_the_services(api, kit, manager):
+def test_settings_change_through_the_services(api, kit, manager, fake_server):
     client = signed_in(manager)
     assert client.get("/dashboard/settings/").status_code == 200
     client.post("/dashboard/settings/plan/", {"plan": "enterprise"})
+    # Saved once the provider answered (tests/dashboard/test_provider_settings.py).
+    fake_server.reset()
     client.post("/dashboard/settings/agent/", {"provider": "openai", "model": "gpt-4o",
-                                               "base_url": "", "api_key": "sk-provider-secret"})
+                                               "base_url": fake_server.base_url,
+                                               "api_key": "sk-provider-secret"})
     client.post("/dashboard/settings/meetings/", {
         "timezone": "Europe/Paris", "days": ["0", "2"], "start_hour": "10", "end_hour": "16",
         "minutes": "45", "booking_url": ""})
@@ -275,9 +279,11 @@ def test_settings_change_through_the_services(api, kit, manager):
     page = client.get("/dashboard/settings/").content.decode()
     assert "sk-provider-secret" not in page and "A key is stored" in page
     # The key field is write-only: saving without it keeps the key.
-    client.post("/dashboard/settings/agent/", {"provider": "openai", "model": "gpt-4o", "base_url": ""})
+    client.post("/dashboard/settings/agent/", {"provider": "openai", "model": "gpt-4o",
+                                               "base_url": fake_server.base_url})
     kit.tenant.refresh_from_db()
     assert kit.tenant.agent_api_key == "sk-provider-secret"
+    assert fake_server.headers[-1]["authorization"] == "Bearer sk-provider-secret"
     config = api.get(f"/api/widget?tenant={tenant.public_id}").json()
     assert config["title"] == "Talk to Acme" and config["position"] == "bottom-left"
     assert config["theme"] == {"primaryColor": "#112233", "textColor": "#ffffff"}

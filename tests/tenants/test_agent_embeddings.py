@@ -50,7 +50,8 @@ def test_the_providers_embeddings_need_a_model(kit):
     assert kit.tenant.agent_embeddings == "local"
 
 
-def test_the_dashboard_sets_them_and_refuses_a_choice_without_a_model(kit, manager):
+def test_the_dashboard_sets_them_and_refuses_a_choice_without_a_model(kit, manager, fake_server):
+    fake_server.reset()
     client = signed_in(manager)
     r = client.post("/dashboard/settings/agent/", {
         "provider": "openai", "model": "gpt-4o-mini", "base_url": "", "embeddings": "provider",
@@ -62,8 +63,8 @@ def test_the_dashboard_sets_them_and_refuses_a_choice_without_a_model(kit, manag
     assert kit.tenant.agent_embeddings == "local"
 
     r = client.post("/dashboard/settings/agent/", {
-        "provider": "openai", "model": "gpt-4o-mini", "base_url": "", "api_key": "sk-x",
-        "embeddings": "provider", "embedding_model": "text-embedding-3-small"})
+        "provider": "openai", "model": "gpt-4o-mini", "base_url": fake_server.base_url,
+        "api_key": "sk-x", "embeddings": "provider", "embedding_model": "text-embedding-3-small"})
     assert r.status_code == 302
     kit.tenant.refresh_from_db()
     assert kit.tenant.uses_provider_embeddings

@@ -267,5 +267,14 @@ def test_the_widget_says_who_will_reply_then_who_joined_across_reloads(stack):
         reload(page)
         page.locator(".notice", has_text="has joined").wait_for(timeout=10000)
         assert notices(page) == [joined(_other(assigned))]  # the state now, once
+
+        # The person has it: the visitor's message gets no reply bubble, not even an empty one
+        # (docs/conversations.md, "While a person has the conversation").
+        bots = page.locator(".msg.bot").count()
+        page.locator("#sw-input").fill("Thanks, I'll wait here")
+        page.locator("#sw-input").press("Enter")
+        page.locator(".msg.user", has_text="Thanks, I'll wait here").wait_for(timeout=10000)
+        page.locator('[aria-busy="false"]').wait_for(timeout=15000)  # the answer has come
+        assert page.locator(".msg.bot").count() == bots
     finally:
         context.close()
