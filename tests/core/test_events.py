@@ -95,10 +95,11 @@ def test_every_type_a_surface_delivers_has_its_payload():
     assert set(LEGACY_EVENT_TYPES) <= events.shown_on("legacy")
 
 
-def test_activity_types_are_the_specifications_and_the_meetings():
+def test_activity_types_are_the_specifications_the_meetings_and_the_erasures():
     expected = {"lead.created", "lead.qualified", "lead.score_changed", "conversation.started",
                 "conversation.handoff", "conversion.completed", "intent.high_value",
-                "meeting.booked", "meeting.rescheduled", "meeting.cancelled"}
+                "meeting.booked", "meeting.rescheduled", "meeting.cancelled",
+                "data.erased", "data.expired"}
     assert expected == ACTIVITY_TYPES
 
 

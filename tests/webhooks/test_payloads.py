@@ -40,7 +40,10 @@ def delivered(api, kit, receiver, enqueued, django_capture_on_commit_callbacks):
                                                "company": "Acme"}, headers=admin).json()
         api.patch(f"/api/v1/leads/{lead['id']}", json={"status": "qualified"}, headers=admin)
         api.patch(f"/api/v1/leads/{lead['id']}", json={"status": "converted"}, headers=admin)
-        api.delete(f"/api/v1/leads/{lead['id']}", headers=admin)
+        # Another lead for lead.deleted: a DELETE erases the person, so the deliveries still to
+        # go about them carry no personal field (tests/privacy), and Ann's must show hers.
+        gone = api.post("/api/v1/leads", json={"email": "del@example.com"}, headers=admin).json()
+        api.delete(f"/api/v1/leads/{gone['id']}", headers=admin)
         sid = chat(api, kit, "I'm the CEO, budget approved, we want to buy this month, "
                              "ceo@bigco.com", visitor="buyer").json()["sessionId"]
         chat(api, kit, "We are ready to purchase for 200 users", session=sid, visitor="buyer")
@@ -117,6 +120,7 @@ def test_the_other_types_have_their_documented_shapes(delivered):
 
     (deleted,) = delivered["lead.deleted"]
     assert set(deleted) == {"lead"} and set(deleted["lead"]) == LEAD_FULL
+    assert deleted["lead"]["email"] is None  # erased: the id, and no personal field
 
     started = delivered["conversation.started"][0]
     assert set(started) == {"conversation"} and set(started["conversation"]) == CONVERSATION_BRIEF
