@@ -16,6 +16,7 @@ from apikeys.services import api_key_revoke
 from config.management.commands.create_tenant import create_tenant_with_keys
 from tenants.models import Tenant
 from tenants.services import user_create
+from tests.chat_helpers import chat
 from tests.dashboard.client import signed_in
 from tests.factories import PASSWORD
 
@@ -132,3 +133,15 @@ def test_the_keys_the_tenant_was_created_with_count_as_created(fresh):
         "API key created"]
     client.post("/dashboard/keys/new/", {"name": "CRM sync", "scope": "read", "mode": "test"})
     assert checklist(client.get("/dashboard/").content.decode())["API key created"] == "Done"
+
+
+def test_counts_of_one_are_singular(api, kit, manager):
+    """Issue 29: "1 conversations"."""
+    chat(api, kit, "Hi, I'm Ann, ann@hooli.com", visitor="v_1")
+    page = " ".join(signed_in(manager).get("/dashboard/").content.decode().split())
+    assert "<b>1</b><span>active conversation</span>" in page
+    assert "<b>1</b><span>new lead in 7 days</span>" in page
+    assert "<b>0</b><span>handoffs assigned to you</span>" in page
+    chat(api, kit, "Hello", visitor="v_2")
+    page = " ".join(signed_in(manager).get("/dashboard/").content.decode().split())
+    assert "<b>2</b><span>active conversations</span>" in page
