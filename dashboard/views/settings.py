@@ -22,7 +22,7 @@ from widget import services as widget_services
 from widget.models import HEX_COLOUR, Position
 
 from ..auth import dashboard_view
-from .common import attempt, mark_invalid, refuse_on_form
+from .common import TimeZoneField, attempt, mark_invalid, refuse_on_form
 
 DAYS = [(0, "Mon"), (1, "Tue"), (2, "Wed"), (3, "Thu"), (4, "Fri"), (5, "Sat"), (6, "Sun")]
 HOURS = [(h, f"{h:02d}:00") for h in range(25)]
@@ -84,7 +84,7 @@ class FactsForm(forms.Form):
 
 
 class MeetingForm(forms.Form):
-    timezone = forms.CharField(max_length=64, label="Time zone")
+    timezone = TimeZoneField(label="Time zone")
     days = forms.TypedMultipleChoiceField(choices=DAYS, coerce=int, required=False,
                                           widget=forms.CheckboxSelectMultiple, label="Working days")
     start_hour = forms.TypedChoiceField(choices=HOURS[:-1], coerce=int, label="From")

@@ -286,7 +286,7 @@ def test_settings_change_through_the_services(api, kit, manager):
     assert b"Not an origin" in r.content
     r = client.post("/dashboard/settings/meetings/", {
         "timezone": "Mars/Olympus", "start_hour": "10", "end_hour": "16", "minutes": "45"}, follow=True)
-    assert b"IANA time zone" in r.content
+    assert b"Choose a time zone from the list" in r.content
     kit.tenant.refresh_from_db()
     assert kit.tenant.allowed_origins == ["https://shop.acme.com", "http://localhost:3000"]
 
