@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tenants.services import tenant_set_agent
 from tests.dashboard.client import signed_in
 from tests.dashboard.html import beside, errors_beside, value_of
 from widget import colours
@@ -97,3 +98,33 @@ def test_a_form_refused_by_its_own_checks_keeps_the_input(kit, manager):
     assert value_of(r.content, "id_primary_color") == "#ffff00"
     assert "Low contrast: 1.07:1" in beside_colours(r.content)  # what was typed, not saved
     assert widget_look(tenant=kit.tenant).primary_color == "#2563eb"
+
+
+def test_the_provider_has_its_own_line_and_the_builtin_agent_shows_no_model(kit, manager):
+    """Issue 29: the provider's select was cut off ("Built-in offline a…") beside the model
+    field, which showed "gpt-4o-mini" for the built-in agent. The provider takes the form's
+    width; the OpenAI-compatible provider's fields are folded away under a line saying the
+    built-in agent uses none of them (and still sent, so nothing stored is lost)."""
+    from tests.dashboard.html import page
+
+    client = signed_in(manager)
+    form = page(client.get("/dashboard/settings/").content).xpath("//section[@id='agent']//form")[0]
+    (provider,) = form.xpath(".//*[contains(@class, 'field')][.//select[@id='id_provider']]")
+    assert provider.getparent().tag == "form"  # not squeezed into a row beside another field
+    (folded,) = form.xpath(".//details[@id='openai-settings']")
+    assert folded.get("open") is None
+    assert "not used by the built-in agent" in folded.xpath("./summary")[0].text_content()
+    assert folded.xpath(".//input[@id='id_model']")[0].get("value") == "gpt-4o-mini"
+    # Saved with the built-in agent, the folded fields keep what is stored.
+    r = client.post("/dashboard/settings/agent/", {"provider": "builtin", "model": "gpt-4o-mini",
+                                                   "base_url": "", "api_key": "",
+                                                   "embeddings": "local", "embedding_model": ""})
+    assert r.status_code == 302
+    kit.tenant.refresh_from_db()
+    assert (kit.tenant.agent_provider, kit.tenant.agent_model) == ("builtin", "gpt-4o-mini")
+    # With the OpenAI-compatible provider they are open, with no such line.
+    tenant_set_agent(tenant=kit.tenant, provider="openai")
+    form = page(client.get("/dashboard/settings/").content).xpath("//section[@id='agent']//form")[0]
+    (folded,) = form.xpath(".//details[@id='openai-settings']")
+    assert folded.get("open") is not None
+    assert "not used" not in folded.xpath("./summary")[0].text_content()
