@@ -131,9 +131,10 @@ def time_series_chart(series: list[dict[str, Any]]) -> dict[str, Any]:
 @dashboard_view()
 def analytics_page(request: HttpRequest) -> HttpResponse:
     form = RangeForm(request.GET or None)
-    valid = form.is_valid()
-    data = form.cleaned_data if valid else {}
-    # A refused range is told beside its field; the page shows the default period meanwhile.
+    form.is_valid()
+    # What was valid of it: a refused range is told beside its field, and the page shows the
+    # default period meanwhile; an unknown granularity or channel falls back on its own.
+    data = getattr(form, "cleaned_data", {})
     period = data.get("period") or resolve_period({})
     granularity = data.get("granularity") or "day"
     channel = data.get("channel") or None

@@ -123,7 +123,7 @@ def test_the_meeting_s_time_names_its_zone_once(api, kit, rep, booked):
     when = _when(_lead_page(client, booked), booked)
     assert when == booked.starts_at.strftime("%a %b %-d, %H:%M") + " UTC"
     tenant_set_meetings(tenant=kit.tenant, timezone_name="Asia/Tokyo", days=[0, 1, 2, 3, 4, 5, 6],
-                        start_hour=0, end_hour=24, minutes=30)
+                        start_hour=0, end_hour=23, minutes=30)
     kit.tenant.refresh_from_db()
     tokyo, _ = book(api, kit, visitor="tokyo", email="kenji@example.jp", name="Kenji Sato")
     assert tokyo.time_zone == "Asia/Tokyo"
