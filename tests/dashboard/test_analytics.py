@@ -13,10 +13,10 @@ from django.utils import timezone
 from analytics.services import record_widget_visit
 from conversations.models import Meeting
 from leads.services import lead_update
-from tests.chat_helpers import chat
-from tests.chat_helpers import take
+from tests.chat_helpers import chat, take
 from tests.dashboard.client import signed_in
-from tests.dashboard.html import errors_beside, page as parsed, value_of
+from tests.dashboard.html import errors_beside, value_of
+from tests.dashboard.html import page as parsed
 from tests.factories import make_lead
 
 
@@ -84,7 +84,8 @@ def test_the_two_conversion_figures_are_told_apart(api, kit, manager):
     words = {"Visitors": "Visitors", "Engaged (Started Chat)": "Started a chat",
              "Lead Captured": "Leads created", "Qualified": "Qualified, or further",
              "Demo Booked": "Booked a meeting, or converted", "Converted": "Converted"}
-    assert f"Largest drop-off after <strong>{html.escape(words[funnel['topDropoffStage']])}</strong>" in overall
+    dropoff = html.escape(words[funnel["topDropoffStage"]])
+    assert f"Largest drop-off after <strong>{dropoff}</strong>" in overall
     # No stage passes more than all of itself on.
     assert all(int(n) <= 100 for n in re.findall(r"→ (\d+)% next", page))
 

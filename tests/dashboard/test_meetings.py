@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from conversations import scheduling
 from conversations.models import Meeting, OutboundEmail
-from tests.conversations.meeting_helpers import book
 from tenants.services import tenant_set_meetings
+from tests.conversations.meeting_helpers import book
 from tests.dashboard.client import signed_in
 
 

@@ -1,6 +1,7 @@
 """The settings page over HTTP: the widget's colours warn, with a preview, when the text on the
-main colour is under WCAG's 4.5:1 (and are saved only once confirmed), and refused allowed origins come back in the box with each
-one's reason beside it; the contrast arithmetic against WCAG's own figures."""
+main colour is under WCAG's 4.5:1 (and are saved only once confirmed), and refused allowed
+origins come back in the box with each one's reason beside it; the contrast arithmetic against
+WCAG's own figures."""
 
 from __future__ import annotations
 
