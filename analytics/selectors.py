@@ -184,6 +184,20 @@ def analytics_funnel(*, tenant: Tenant, livemode: bool, period: Period, channel:
     }
 
 
+MILESTONES = ("qualified", "booked", "converted")
+
+
+def analytics_milestones(*, tenant: Tenant, livemode: bool, period: Period) -> dict[str, int]:
+    """How many leads, whenever created, reached each stage for the first time during the
+    period: first qualified (the overview's ``qualifiedLeads``), first meeting booked, first
+    converted. The dashboard shows them beside the funnel, which follows the period's new
+    leads instead, so that each of the funnel's later stages has its counterpart of the period
+    (docs/analytics.md, "On the dashboard"). One query."""
+    return LeadDailyStat.objects.filter(
+        tenant=tenant, livemode=livemode, day__gte=period.start, day__lte=period.end,
+    ).aggregate(**{name: Coalesce(Sum(name), 0) for name in MILESTONES})
+
+
 _COHORT_SUMS = ("created", "cohort_qualified", "cohort_booked", "cohort_converted")
 
 

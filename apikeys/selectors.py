@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import uuid
 
+from django.db.models import Q
+from django.utils import timezone
+
 from tenants.models import Tenant
 
 from .models import ApiKey
@@ -19,10 +22,12 @@ def api_key_list(*, tenant: Tenant, limit: int) -> list[ApiKey]:
                 .order_by("-created_at", "-id")[:limit])
 
 
-def api_key_issued(*, tenant: Tenant) -> bool:
-    """Whether someone issued the tenant a key of their own (in the dashboard, with
-    ``create_api_key``, by a rotation), beyond the default keys it was created with."""
-    return ApiKey.objects.filter(tenant=tenant).exclude(created_by=WITH_THE_TENANT).exists()
+def api_key_usable(*, tenant: Tenant) -> bool:
+    """Whether the tenant holds a key that works now (active, or an old one in its grace
+    period), of either mode: the default keys it was created with count, since ``make run`` and
+    ``create_tenant`` print them."""
+    return (ApiKey.objects.filter(tenant=tenant, revoked_at__isnull=True)
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())).exists())
 
 
 def api_key_get(*, tenant: Tenant, key_id: uuid.UUID) -> ApiKey | None:

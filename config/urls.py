@@ -16,6 +16,7 @@ urlpatterns = [
     path("meetings/<str:token>/", meeting_link, name="meeting-link"),
     path("docs/errors", views.error_reference, name="docs-errors"),
     path("demo/", views.demo, name="demo"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("", views.home, name="home"),
 ]
 

@@ -3,9 +3,11 @@ that keep the surface's envelope even when a failure happens outside the API vie
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
@@ -48,8 +50,26 @@ ERROR_CODES = [
 ]
 
 
+# Browsers ask every site for /favicon.ico: a day in their cache, and every page has its icon.
+FAVICON_CACHE_CONTROL = "public, max-age=86400"
+
+
 def home(request):
-    return render(request, "home.html")
+    """``/``: where a person goes next (the dashboard; the demo page where ``make run`` made its
+    tenant) and the developers' references."""
+    return render(request, "home.html", {"demo": demo_tenant() is not None})
+
+
+@functools.cache
+def _favicon() -> bytes:
+    return (settings.BASE_DIR / "static" / "site" / "favicon.ico").read_bytes()
+
+
+def favicon(request):
+    """``/favicon.ico``: the service's icon (a chat bubble, 32×32), cached for a day."""
+    response = HttpResponse(_favicon(), content_type="image/x-icon")
+    response["Cache-Control"] = FAVICON_CACHE_CONTROL
+    return response
 
 
 def demo(request):

@@ -147,14 +147,16 @@ def handoff_email(user: User, conversation_facts: dict[str, Any], handoff: dict[
     return _render(EmailKind.HANDOFF, user.email, tenant, subject, context)
 
 
-def staff_invitation_email(invitation: Any, token: str, inviter: str) -> Rendered:
-    """To the person invited to the team: who invites them, as what, and the link (which
-    works once, for a week)."""
+def staff_invitation_email(invitation: Any, token: str, inviter: str | None) -> Rendered:
+    """To the person invited to the team: who invites them (the person, or the tenant itself
+    when the admin token invited: "Administrator (admin token)" means nothing to a newcomer),
+    as what, and the link (which works once, for a week)."""
     tenant = invitation.tenant
     context = {"inviter": inviter, "role": invitation.get_role_display().lower(),
                "accept_url": dashboard_url("invitation", token=token),
                "expires_at": invitation.expires_at}
-    subject = f"{inviter} invites you to {tenant.name}'s sales team"
+    subject = (f"{inviter} invites you to {tenant.name}'s sales team" if inviter
+               else f"{tenant.name} invites you to its sales team")
     return _render(EmailKind.STAFF_INVITATION, invitation.email, tenant, subject, context)
 
 

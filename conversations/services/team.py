@@ -25,9 +25,11 @@ from .routing import rep_for_handoff
 
 
 def _send_invitation(event: Any, invitation: Invitation, token: str, actor: User | None) -> None:
+    """Emails the link, from the person who invited (the admin token is nobody: the email then
+    comes from the tenant)."""
     if email_enabled():
-        emails_queue(event, [mail.staff_invitation_email(invitation, token,
-                                                          team.actor_facts(actor)["name"])])
+        inviter = actor.display_name if actor is not None else None
+        emails_queue(event, [mail.staff_invitation_email(invitation, token, inviter)])
 
 
 @transaction.atomic

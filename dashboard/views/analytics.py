@@ -1,6 +1,11 @@
 """Analytics: the funnel and the time series of ``analytics.selectors`` (the numbers the API
 gives), drawn as inline SVG on the server so that the page needs no script and loads nothing from
-elsewhere."""
+elsewhere.
+
+The page names each figure for what it counts, in its own words rather than the API's field and
+stage names: the tiles count what happened in the period (to leads of any age), the funnel follows
+the period's new leads to where they are now, and where a tile and a stage could be read as the
+same figure the page says why they differ (docs/analytics.md, "On the dashboard")."""
 
 from __future__ import annotations
 
@@ -15,14 +20,28 @@ from django.utils import timezone
 from analytics import selectors as analytics_selectors
 from analytics.api.v1 import resolve_period
 from conversations.models import Channel
+from core.errors import Unprocessable
 
 from ..auth import dashboard_view
-from .common import attempt
 
 WIDTH, HEIGHT = 720, 260
 PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 44, 16, 16, 36
-SERIES = (("conversations", "Conversations", "#2563eb"), ("leads", "Leads", "#f59e0b"),
-          ("qualifiedLeads", "Qualified leads", "#047857"))
+SERIES = (("conversations", "Conversations started", "#2563eb"),
+          ("leads", "Leads created", "#f59e0b"),
+          ("qualifiedLeads", "Leads first qualified", "#047857"))
+
+# The funnel's stages (the API's names, which the specification fixes) in the page's words: what
+# each counts. From "Leads created" down, the same leads: those created in the period.
+STAGES = {
+    "Visitors": ("Visitors", "Visitors who left no lead (one a day and channel), and the leads"),
+    "Engaged (Started Chat)": ("Started a chat", "Or became a lead another way: API, import, form"),
+    "Lead Captured": ("Leads created", "In the period: the tile of the same name"),
+    "Qualified": ("Qualified, or further", "Of those leads, qualified since, or booked or "
+                                           "converted without being marked qualified"),
+    "Demo Booked": ("Booked a meeting, or converted", "Of those leads, with a meeting since, or "
+                                                       "converted without one"),
+    "Converted": ("Converted", "Of those leads, converted since"),
+}
 
 
 class RangeForm(forms.Form):
@@ -33,10 +52,30 @@ class RangeForm(forms.Form):
                                     required=False, initial="day")
     channel = forms.ChoiceField(choices=[("", "All channels"), *Channel.choices], required=False)
 
+    def clean(self) -> dict[str, Any]:
+        """The period the API would take (``resolve_period``: its defaults and limits), kept as
+        ``period``; its refusal told beside From or To, in the form's words, where the API's
+        names its parameters (``startDate``, ``endDate``)."""
+        data = super().clean()
+        if "start" not in data or "end" not in data:
+            return data  # a malformed date: its field says so
+        try:
+            data["period"] = resolve_period({"startDate": data["start"], "endDate": data["end"]})
+        except Unprocessable as refused:
+            for detail in refused.details:
+                if detail.field == "startDate":
+                    self.add_error("start", "From is after To: choose a From on or before To.")
+                else:
+                    self.add_error("end", f"At most {analytics_selectors.MAX_RANGE_DAYS} days "
+                                          "from From to To.")
+        return data
+
 
 @dataclass(frozen=True)
 class FunnelBar:
-    name: str
+    name: str  # the API's stage name
+    label: str  # what the stage counts, in the page's words
+    note: str
     count: int
     width: float  # share of the widest bar, in percent
     rate: float | None  # conversion to the next stage
@@ -44,8 +83,9 @@ class FunnelBar:
 
 def funnel_bars(funnel: dict[str, Any]) -> list[FunnelBar]:
     top = max((stage["count"] for stage in funnel["stages"]), default=0) or 1
-    return [FunnelBar(stage["name"], stage["count"], round(100 * stage["count"] / top, 2),
-                      stage["conversionToNext"]) for stage in funnel["stages"]]
+    return [FunnelBar(stage["name"], *STAGES[stage["name"]], stage["count"],
+                      round(100 * stage["count"] / top, 2), stage["conversionToNext"])
+            for stage in funnel["stages"]]
 
 
 def _nice_step(value: int) -> int:
@@ -91,21 +131,25 @@ def time_series_chart(series: list[dict[str, Any]]) -> dict[str, Any]:
 @dashboard_view()
 def analytics_page(request: HttpRequest) -> HttpResponse:
     form = RangeForm(request.GET or None)
-    data = form.cleaned_data if form.is_valid() else {}
-    query = {"startDate": data.get("start"), "endDate": data.get("end")}
-    period = attempt(request, lambda: resolve_period(query))
-    if period is None:  # a range backwards or too long: the message says so; show the default
-        period = resolve_period({})
+    form.is_valid()
+    # What was valid of it: a refused range is told beside its field, and the page shows the
+    # default period meanwhile; an unknown granularity or channel falls back on its own.
+    data = getattr(form, "cleaned_data", {})
+    period = data.get("period") or resolve_period({})
     granularity = data.get("granularity") or "day"
     channel = data.get("channel") or None
     overview = request.actor.read(analytics_selectors.analytics_overview, period=period,
                                   granularity=granularity)
     funnel = request.actor.read(analytics_selectors.analytics_funnel, period=period, channel=channel)
-    if not form.is_bound or not form.is_valid():
+    milestones = request.actor.read(analytics_selectors.analytics_milestones, period=period)
+    if not form.is_bound:
         form = RangeForm(initial={"start": period.start, "end": period.end,
                                   "granularity": granularity})
     return render(request, "dashboard/analytics.html", {
         "section": "analytics", "form": form, "period": period, "overview": overview,
         "summary": overview["summary"], "funnel": funnel, "bars": funnel_bars(funnel),
+        "milestones": milestones,
+        "funnel_leads": next(s["count"] for s in funnel["stages"] if s["name"] == "Lead Captured"),
+        "channel_label": dict(Channel.choices).get(channel) if channel else None,
         "chart": time_series_chart(overview["timeSeries"]), "today": timezone.now().date(),
     })

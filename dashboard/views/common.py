@@ -25,15 +25,19 @@ under ``<kind>:<object id>``: the first GET removes it; one never fetched is dro
 from __future__ import annotations
 
 import time
+import zoneinfo
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from django import forms
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.forms import Form
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from core import crypto
@@ -149,3 +153,43 @@ def secret_page(request: HttpRequest, template: str, context: dict[str, Any], *,
     response = render(request, template, {**context, "secret": secret})
     response["Cache-Control"] = "no-store"
     return response
+
+
+# Every IANA zone the server knows, but the machine's own ("localtime") and tzdata's placeholder
+# ("Factory"), which are nobody's zone.
+TIME_ZONES = sorted(zoneinfo.available_timezones() - {"localtime", "Factory"})
+_ZONE_BY_FOLDED = {zone.casefold(): zone for zone in TIME_ZONES}
+_ZONE_OPTIONS = format_html_join("", '<option value="{}">', ((zone,) for zone in TIME_ZONES))
+
+
+class TimeZoneInput(forms.TextInput):
+    """A text box with the list of every zone (a ``<datalist>`` of its own): the browser offers
+    the zones that match what is typed ("paris", "new_y"), and any zone can still be typed."""
+
+    def render(self, name: str, value: Any, attrs: dict[str, Any] | None = None,
+               renderer: Any = None) -> str:
+        list_id = f"{(attrs or {}).get('id') or name}-zones"
+        box = super().render(name, value, {**(attrs or {}), "list": list_id}, renderer)
+        return format_html('{}<datalist id="{}">{}</datalist>', box, list_id, _ZONE_OPTIONS)
+
+
+class TimeZoneField(forms.CharField):
+    """An IANA time zone chosen from ``TIME_ZONES`` (in any case: "europe/paris" is Europe/Paris);
+    anything else is refused beside the field, before a service sees it."""
+
+    widget = TimeZoneInput(attrs={"autocomplete": "off", "spellcheck": "false",
+                                  "placeholder": "Europe/Paris"})
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 64)
+        super().__init__(**kwargs)
+
+    def clean(self, value: Any) -> str:
+        value = super().clean(value)
+        if not value:
+            return value
+        zone = _ZONE_BY_FOLDED.get(value.casefold())
+        if zone is None:
+            raise ValidationError("Choose a time zone from the list, such as Europe/Paris or "
+                                  "America/New_York.", code="invalid_choice")
+        return zone

@@ -50,7 +50,7 @@ def install_checklist(actor: Actor) -> list[Step]:
         Step(actor.read(conversation_selectors.conversation_any, both_modes=True),
              "First conversation", "Say hello in the widget preview",
              reverse("dashboard:widget-preview")),
-        Step(actor.read(apikey_selectors.api_key_issued, both_modes=True), "API key created",
+        Step(actor.read(apikey_selectors.api_key_usable, both_modes=True), "API key created",
              "Generate an API key", reverse("dashboard:keys"), managers_only=True),
         Step(actor.read(webhook_selectors.webhook_added, both_modes=True), "Webhook added",
              "Add a webhook", reverse("dashboard:webhooks"), managers_only=True),

@@ -24,7 +24,7 @@ from tenants import services as tenant_services
 from tenants.availability import tenant_hours
 
 from ..auth import dashboard_view, resolve_actor
-from .common import attempt, refuse_on_form, safe_next
+from .common import TimeZoneField, attempt, refuse_on_form, safe_next
 from .settings import DAYS, HOURS
 
 # How often a page's stream checks in (its connection lives on; idleness turns away): a quarter
@@ -118,8 +118,9 @@ def presence_activity(request: HttpRequest) -> HttpResponse:
 
 
 class AvailabilityForm(forms.Form):
-    timezone = forms.CharField(max_length=64, required=False, label="Time zone",
-                               help_text="An IANA name such as Europe/Paris; blank: the team's.")
+    timezone = TimeZoneField(required=False, label="Time zone",
+                             help_text="Type a city or region and pick it from the list; blank: "
+                                       "the team's.")
     own_hours = forms.BooleanField(required=False, label="I have my own working hours")
     days = forms.TypedMultipleChoiceField(choices=DAYS, coerce=int, required=False,
                                           widget=forms.CheckboxSelectMultiple, label="Working days")

@@ -26,7 +26,7 @@ from widget import services as widget_services
 from widget.models import HEX_COLOUR, Position
 
 from ..auth import dashboard_view
-from .common import attempt, mark_invalid, refuse_on_form
+from .common import TimeZoneField, attempt, mark_invalid, refuse_on_form
 
 DAYS = [(0, "Mon"), (1, "Tue"), (2, "Wed"), (3, "Thu"), (4, "Fri"), (5, "Sat"), (6, "Sun")]
 HOURS = [(h, f"{h:02d}:00") for h in range(25)]
@@ -88,7 +88,7 @@ class FactsForm(forms.Form):
 
 
 class MeetingForm(forms.Form):
-    timezone = forms.CharField(max_length=64, label="Time zone")
+    timezone = TimeZoneField(label="Time zone")
     days = forms.TypedMultipleChoiceField(choices=DAYS, coerce=int, required=False,
                                           widget=forms.CheckboxSelectMultiple, label="Working days")
     start_hour = forms.TypedChoiceField(choices=HOURS[:-1], coerce=int, label="From")
@@ -123,6 +123,10 @@ class RetentionForm(forms.Form):
 
 
 class WidgetForm(forms.Form):
+    """The widget's look. Colours whose text is hard to read on the main colour are saved only
+    once confirmed (``accept_low_contrast``), after the page has shown them (a preview and the
+    ratio); the pair already saved needs no second confirmation."""
+
     title = forms.CharField(max_length=60)
     greeting = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))
     position = forms.ChoiceField(choices=Position.choices)
@@ -130,6 +134,23 @@ class WidgetForm(forms.Form):
                                      widget=forms.TextInput(attrs={"type": "color"}))
     text_color = forms.RegexField(regex=r"^#[0-9a-fA-F]{6}$", label="Text on the main colour",
                                   widget=forms.TextInput(attrs={"type": "color"}))
+    accept_low_contrast = forms.BooleanField(required=False, label="Low contrast")
+
+    def __init__(self, *args, saved: tuple[str, str] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.saved = saved
+
+    def clean(self) -> dict:
+        data = super().clean()
+        pair = (data.get("primary_color"), data.get("text_color"))
+        if None in pair or data.get("accept_low_contrast"):
+            return data
+        if (colours.contrast_ratio(*pair) < colours.MIN_TEXT_CONTRAST
+                and tuple(c.lower() for c in pair) != tuple(c.lower() for c in self.saved or ())):
+            self.add_error("accept_low_contrast", "The text is hard to read on this main colour "
+                           "(see the preview): tick the box to save them anyway, or choose "
+                           "other colours.")
+        return data
 
 
 class ConsentForm(forms.Form):
@@ -195,15 +216,17 @@ def _initial_forms(tenant, look) -> dict[str, forms.Form]:
 
 def _contrast(form: WidgetForm) -> dict[str, str] | None:
     """The warning beside the colours when the widget's text on its main colour is under WCAG's
-    4.5:1 (the colours the form shows: the saved ones, or the ones just refused with another
-    field). A warning, not a refusal: the colours are the tenant's brand, and they are saved."""
+    4.5:1 (the colours the form shows: the saved ones, or the ones just sent), with the pair for
+    its preview. The colours are the tenant's brand: such a pair is saved once confirmed
+    (``WidgetForm``), and the warning stays beside it."""
     primary, text = (form[name].value() for name in ("primary_color", "text_color"))
     if not all(isinstance(c, str) and HEX_COLOUR.regex.match(c) for c in (primary, text)):
         return None
     ratio = colours.contrast_ratio(primary, text)
     if ratio >= colours.MIN_TEXT_CONTRAST:
         return None
-    return {"ratio": colours.shown_ratio(ratio), "minimum": f"{colours.MIN_TEXT_CONTRAST:g}:1"}
+    return {"ratio": colours.shown_ratio(ratio), "minimum": f"{colours.MIN_TEXT_CONTRAST:g}:1",
+            "primary": primary, "text": text, "title": form["title"].value() or "Chat"}
 
 
 def _page(request: HttpRequest, *, status: int = 200, **refused: forms.Form) -> HttpResponse:
@@ -382,7 +405,10 @@ def settings_presence(request: HttpRequest) -> HttpResponse:
 @require_POST
 @dashboard_view(manage=True)
 def settings_widget(request: HttpRequest) -> HttpResponse:
+    look = request.actor.read(widget_services.widget_look, both_modes=True)
+
     def write(data):
+        data = {name: value for name, value in data.items() if name != "accept_low_contrast"}
         request.actor.write(widget_services.widget_settings_update, both_modes=True, **data)
         low = _contrast(WidgetForm(initial=data))
         if low:
@@ -390,7 +416,8 @@ def settings_widget(request: HttpRequest) -> HttpResponse:
                                       f"{low['ratio']} (at least {low['minimum']} is readable): "
                                       "see the warning under Chat widget.")
 
-    return _save(request, "widget_form", WidgetForm(request.POST), write,
+    form = WidgetForm(request.POST, saved=(look.primary_color, look.text_color))
+    return _save(request, "widget_form", form, write,
                  "Widget saved: sites show the new look within a minute.")
 
 

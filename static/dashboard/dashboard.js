@@ -9,6 +9,9 @@
  *   <button data-confirm="Revoke key “CRM sync”? …">Revoke</button>  (or <form data-confirm>)
  *       asks first; declined, the form is not sent.
  *   <button type="button" data-widget-open>  opens the chat widget of the preview page.
+ *   <button type="button" data-menu-toggle aria-expanded aria-controls>  the header's Menu on a
+ *       narrow screen: opens and closes the menu it controls; Escape closes it and gives the
+ *       focus back to the button.
  */
 (function () {
   "use strict";
@@ -110,8 +113,31 @@
     });
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", reveal);
-  else reveal();
+  function menu() {
+    var toggle = document.querySelector("[data-menu-toggle]");
+    if (!toggle) return;
+    var header = toggle.closest("header");
+    function set(open) {
+      toggle.setAttribute("aria-expanded", String(open));
+      header.classList.toggle("menu-open", open);
+    }
+    toggle.addEventListener("click", function () {
+      set(toggle.getAttribute("aria-expanded") !== "true");
+    });
+    document.addEventListener("keydown", function (event) {
+      if (event.key !== "Escape" || toggle.getAttribute("aria-expanded") !== "true") return;
+      set(false);
+      toggle.focus();
+    });
+  }
+
+  function ready() {
+    reveal();
+    menu();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
+  else ready();
 })();
 
 /* Presence and live notifications (docs/dashboard.md, "Availability and routing"), on every

@@ -560,6 +560,8 @@
 
   // --- interaction ----------------------------------------------------------------------------
   on(launcher, "click", function () { if (S.isOpen) api.close(); else api.open(); });
+  // Escape closes the open widget from its launcher too, not only from inside the panel.
+  on(launcher, "keydown", function (e) { if (e.key === "Escape" && S.isOpen) { e.stopPropagation(); api.close(); } });
   on(closer, "click", function () { api.close(); });
   on(form, "submit", function (e) {
     e.preventDefault();

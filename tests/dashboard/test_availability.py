@@ -4,7 +4,13 @@ shown again with its reasons and nothing changed, each person's own, read back b
 
 from __future__ import annotations
 
+import zoneinfo
+
+import pytest
+
 from tests.dashboard.client import Client, signed_in
+from tests.dashboard.html import errors_beside, value_of
+from tests.dashboard.html import page as parsed
 from tests.factories import UserFactory
 
 PAGE = "/dashboard/profile/availability/"  # where the form posts; a visit leads to the section
@@ -84,3 +90,32 @@ def test_the_header_shows_my_status_and_the_unread_handoffs(api, kit, rep):
     assert 'not joined yet">1</span>' in page
     stranger = UserFactory(tenant=kit.tenant)
     assert 'not joined yet" hidden>0</span>' in signed_in(stranger).get("/dashboard/").content.decode()
+
+
+@pytest.mark.parametrize(("page", "action", "extra"), [
+    (PROFILE, PAGE, {"start_hour": "9", "end_hour": "17", "capacity": "3"}),
+    ("/dashboard/settings/", "/dashboard/settings/meetings/",
+     {"days": ["0"], "start_hour": "9", "end_hour": "17", "minutes": "30"}),
+])
+def test_a_time_zone_is_picked_from_a_list_of_every_zone(kit, manager, page, action, extra):
+    """Issue 29: a free-text box for the time zone. Each is now a box with the list of every
+    IANA zone the server knows (a <datalist>: the browser offers the zones matching what is
+    typed); the server takes only those, in any case."""
+    client = signed_in(manager)
+    content = client.get(page).content
+    (box,) = parsed(content).xpath("//input[@id='id_timezone']")
+    (zones,) = parsed(content).xpath(f"//datalist[@id='{box.get('list')}']")
+    offered = [option.get("value") for option in zones.xpath("./option")]
+    assert offered == sorted(zoneinfo.available_timezones() - {"localtime", "Factory"})
+    assert {"Europe/Paris", "America/New_York", "Asia/Kolkata", "UTC"} <= set(offered)
+
+    r = client.post(action, {"timezone": "Mars/Olympus_Mons", **extra})
+    assert r.status_code == 400
+    assert errors_beside(r.content, "id_timezone") == [
+        "Choose a time zone from the list, such as Europe/Paris or America/New_York."]
+    assert value_of(r.content, "id_timezone") == "Mars/Olympus_Mons"  # kept, to correct
+    r = client.post(action, {"timezone": " america/new_york ", **extra})
+    assert r.status_code == 302
+    manager.refresh_from_db()
+    kit.tenant.refresh_from_db()
+    assert "America/New_York" in (manager.timezone, kit.tenant.meeting_timezone)

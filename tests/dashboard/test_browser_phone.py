@@ -200,3 +200,72 @@ def test_the_dashboard_s_links_stay_on_one_line_on_a_wider_screen(phone_stack, w
         assert _page_width(page)[0] <= width
     finally:
         context.close()
+
+
+def test_on_a_phone_the_header_folds_into_a_menu(phone_stack):
+    """Issue 29: on a phone the header took about 400 of 844 px. It is one row now, the
+    brand and a Menu button (<button aria-expanded aria-controls>) that opens the navigation
+    and the person's controls over the page: nothing below moves, Escape closes it and gives
+    the focus back. The fold is the style sheet's (no jump when the script arrives); without
+    JavaScript the header shows everything, as before."""
+    base = phone_stack["base"]
+    context, page = _sign_in(phone_stack, "mia@acme.test")
+    try:
+        toggle = page.get_by_role("button", name="Menu")
+        header = page.locator("header.top").bounding_box()
+        assert header["height"] <= 64, header
+        assert toggle.get_attribute("aria-expanded") == "false"
+        assert toggle.get_attribute("aria-controls") == "dashboard-menu"
+        leads = page.locator("nav.main a", has_text="Leads")
+        assert not leads.is_visible() and not page.get_by_role("button", name="Sign out").is_visible()
+        title = page.locator("h1").bounding_box()
+        screenshot(page, "dashboard-phone-menu-closed.png")
+
+        toggle.click()
+        assert toggle.get_attribute("aria-expanded") == "true"
+        assert leads.is_visible() and page.get_by_role("button", name="Sign out").is_visible()
+        assert page.get_by_role("button", name="Live").is_visible()
+        assert page.locator("h1").bounding_box() == title  # over the page, not pushing it
+        menu = page.locator("#dashboard-menu").bounding_box()
+        assert menu["y"] == header["height"] and menu["width"] == 390, menu
+        screenshot(page, "dashboard-phone-menu-open.png")
+        page.keyboard.press("Escape")
+        assert toggle.get_attribute("aria-expanded") == "false" and not leads.is_visible()
+        assert page.evaluate("document.activeElement.getAttribute('aria-controls')") == "dashboard-menu"
+
+        toggle.click()
+        leads.click()
+        page.wait_for_url(base + "/dashboard/leads/")
+        assert page.get_by_role("button", name="Menu").get_attribute("aria-expanded") == "false"
+
+        # Folded before any script runs: the page is laid out once.
+        page.route("**/dashboard.js", lambda route: route.abort())
+        page.goto(base + "/dashboard/")
+        assert page.locator("header.top").bounding_box()["height"] <= 64
+        assert page.get_by_role("button", name="Menu").is_visible()
+    finally:
+        context.close()
+
+    context = phone_stack["browser"].new_context(**PHONE, java_script_enabled=False)
+    page = context.new_page()
+    try:
+        page.goto(base + "/dashboard/login/")
+        page.fill("#id_username", "mia@acme.test")
+        page.fill("#id_password", PASSWORD)
+        page.get_by_role("button", name="Sign in", exact=True).click()
+        page.wait_for_url(base + "/dashboard/")
+        assert not page.get_by_role("button", name="Menu").is_visible()
+        assert page.locator("nav.main a", has_text="Leads").is_visible()
+        assert page.get_by_role("button", name="Sign out").is_visible()
+    finally:
+        context.close()
+
+    # On a wide screen there is no Menu button: the links are in the header's row.
+    context, page = _sign_in(phone_stack, "mia@acme.test", {"viewport": {"width": 1280, "height": 800}})
+    try:
+        assert not page.get_by_role("button", name="Menu").is_visible()
+        assert page.locator("nav.main a", has_text="Leads").is_visible()
+        screenshot(page, "dashboard-header-desktop.png", clip={"x": 0, "y": 0, "width": 1280,
+                                                               "height": 200})
+    finally:
+        context.close()

@@ -2,7 +2,8 @@
 processes: a test event reaches a local receiver signed, a waiting delivery is sent at once with
 Retry now, a new subscription's secret is shown once and a reload creates nothing; refused forms
 keep what was typed with the reasons beside the fields, the https rule naming the setting for
-local development; a low-contrast widget theme is saved with a warning beside its colours.
+local development; a low-contrast widget theme is previewed and saved only once confirmed,
+with a warning beside its colours.
 Screenshots go to docs/screenshots/ with ``SCREENSHOTS=1`` (``make screenshots``)."""
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def test_a_refused_subscription_keeps_the_input_with_the_reasons_beside_the_fiel
         context.close()
 
 
-def test_a_low_contrast_theme_is_saved_with_a_warning(chromium, strict):
+def test_a_low_contrast_theme_is_saved_once_confirmed_with_a_warning(chromium, strict):
     context, page = signed_in(chromium, strict)
     try:
         page.goto(strict + "/dashboard/settings/")
@@ -201,10 +202,20 @@ def test_a_low_contrast_theme_is_saved_with_a_warning(chromium, strict):
         screenshot(page, "dashboard-settings.png", full_page=True)
         page.fill("#id_primary_color", "#ffd60a")  # a brand yellow, under white text
         page.get_by_role("button", name="Save widget").click()
-        page.wait_for_url(strict + "/dashboard/settings/")
-        assert "Widget saved" in page.locator(".messages").inner_text()
+        # Not saved yet: the pair previewed, and a box to save it anyway.
+        assert "Nothing was saved" in page.locator(".messages").inner_text()
         warning = page.locator("#widget #contrast-warning")
         assert "Low contrast: 1.4" in warning.inner_text() and "4.5:1" in warning.inner_text()
+        header = page.locator("#contrast-preview .cp-header")
+        assert header.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 214, 10)"
+        assert header.evaluate("e => getComputedStyle(e).color") == "rgb(255, 255, 255)"
+        page.locator("#widget").scroll_into_view_if_needed()
+        screenshot(page, "dashboard-settings-contrast-confirm.png")
+        page.get_by_label("Save these colours anyway").check()
+        page.get_by_role("button", name="Save widget").click()
+        page.wait_for_url(strict + "/dashboard/settings/")
+        assert "Widget saved" in page.locator(".messages").inner_text()
+        assert "Low contrast: 1.4" in page.locator("#widget #contrast-warning").inner_text()
         assert page.locator("#id_primary_color").input_value() == "#ffd60a"  # saved
         page.locator("#widget").scroll_into_view_if_needed()
         screenshot(page, "dashboard-settings-contrast.png")

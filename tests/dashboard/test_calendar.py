@@ -79,3 +79,31 @@ def test_the_admin_token_has_no_calendar_of_its_own(kit, radicale, local_calenda
 def test_strangers_are_sent_to_sign_in(db):
     r = Client().get("/dashboard/calendar/")
     assert r.status_code == 302 and "/dashboard/login/" in r["Location"]
+
+
+def test_the_providers_guide_is_on_the_page_as_the_docs_give_it(rep):
+    """Issue 29: the help pointed to docs/calendars.md, a path of the repository the service
+    answers with 404. The page holds the guide itself (and links to it), each provider with
+    the address the docs give."""
+    import re
+    from pathlib import Path
+
+    from tests.dashboard.html import page as parsed
+
+    content = signed_in(rep).get("/dashboard/calendar/").content
+    text = content.decode()
+    assert "docs/calendars.md" not in text
+    html = parsed(content)
+    assert html.xpath("//a[@href='#providers']") and html.xpath("//section[@id='providers']")
+    rows = {row.xpath("./td")[0].text_content(): " ".join(row.xpath("./td")[1].text_content().split())
+            for row in html.xpath("//section[@id='providers']//tbody/tr")}
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "calendars.md").read_text()
+    table = docs.split("## Providers", 1)[1].split("\n## ", 1)[0]
+    documented = {cells[0]: re.findall(r"`([^`]+)`", cells[1])
+                  for line in table.splitlines() if line.startswith("| ") and "`" in line
+                  for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    assert set(rows) == set(documented) == {"Google Calendar", "iCloud", "Fastmail", "Nextcloud",
+                                            "Radicale"}
+    for provider, addresses in documented.items():
+        for address in addresses:
+            assert address in rows[provider], (provider, address)

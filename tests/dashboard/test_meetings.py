@@ -3,11 +3,15 @@ cancelled by the tenant's staff (never another tenant's), and each person's own 
 
 from __future__ import annotations
 
+from datetime import UTC
+from zoneinfo import ZoneInfo
+
 import pytest
 from django.utils import timezone
 
 from conversations import scheduling
 from conversations.models import Meeting, OutboundEmail
+from tenants.services import tenant_set_meetings
 from tests.conversations.meeting_helpers import book
 from tests.dashboard.client import signed_in
 
@@ -114,3 +118,28 @@ def test_the_admin_token_has_no_personal_settings(kit):
     client.post("/dashboard/login/token/", {"token": kit.admin_token})
     r = client.get("/dashboard/profile/")
     assert r.status_code == 302 and r["Location"] == "/dashboard/"
+
+
+def _when(page: str, meeting) -> str:
+    from tests.dashboard.html import page as parsed
+
+    (when,) = parsed(page).xpath(f"//*[@id='meeting-{meeting.pk}']//*[@class='when']")
+    return " ".join(when.text_content().split())
+
+
+def test_the_meeting_s_time_names_its_zone_once(api, kit, rep, booked):
+    """Issue 29: "15:30 UTC · UTC". A meeting in UTC says UTC once; one in another zone is
+    shown in that zone, named, with the UTC time beside it."""
+    client = signed_in(rep)
+    assert booked.time_zone == "UTC"
+    when = _when(_lead_page(client, booked), booked)
+    assert when == booked.starts_at.strftime("%a %b %-d, %H:%M") + " UTC"
+    tenant_set_meetings(tenant=kit.tenant, timezone_name="Asia/Tokyo", days=[0, 1, 2, 3, 4, 5, 6],
+                        start_hour=0, end_hour=23, minutes=30)
+    kit.tenant.refresh_from_db()
+    tokyo, _ = book(api, kit, visitor="tokyo", email="kenji@example.jp", name="Kenji Sato")
+    assert tokyo.time_zone == "Asia/Tokyo"
+    local = tokyo.starts_at.astimezone(ZoneInfo("Asia/Tokyo"))
+    assert _when(_lead_page(client, tokyo), tokyo) == (
+        f"{local.strftime('%a %b %-d, %H:%M')} (Asia/Tokyo) · "
+        f"{tokyo.starts_at.astimezone(UTC).strftime('%a %H:%M')} UTC")

@@ -11,7 +11,7 @@ from apikeys.models import ApiKey
 from conversations.models import Conversation, Message
 from core.errors import Unprocessable
 from core.models import Event
-from tenants.services import tenant_set_meetings, user_create
+from tenants.services import tenant_set_agent, tenant_set_meetings, user_create
 from tests.chat_helpers import chat
 from tests.dashboard.client import Client, signed_in
 from tests.events import v1_data
@@ -292,7 +292,7 @@ def test_settings_change_through_the_services(api, kit, manager, fake_server):
     assert b"Not an origin" in r.content
     r = client.post("/dashboard/settings/meetings/", {
         "timezone": "Mars/Olympus", "start_hour": "10", "end_hour": "16", "minutes": "45"}, follow=True)
-    assert b"IANA time zone" in r.content
+    assert b"Choose a time zone from the list" in r.content
     kit.tenant.refresh_from_db()
     assert kit.tenant.allowed_origins == ["https://shop.acme.com", "http://localhost:3000"]
 
@@ -378,3 +378,19 @@ def test_the_transcript_shows_the_path_each_reply_took(api, kit, manager, fake):
     conversation = Conversation.objects.get()
     page = signed_in(manager).get(f"/dashboard/conversations/{conversation.pk}/").content.decode()
     assert "fallback" in page and "stopped: repetition" in page
+
+
+def test_an_ordinary_reply_carries_no_path_note(api, kit, manager, fake):
+    """Issue 29: "· model analysis" under every reply, the builtin agent's too (no model read
+    anything there). Only what is out of the ordinary is noted: a fallback, an early stop."""
+    fake.reply = "Hello! How can I help?"
+    chat(api, kit, "Hi there", visitor="model")  # the fake model's reply
+    tenant_set_agent(tenant=kit.tenant, provider="builtin")
+    chat(api, kit, "Hello", visitor="builtin")
+    client = signed_in(manager)
+    for conversation in Conversation.objects.filter(tenant=kit.tenant):
+        page = client.get(f"/dashboard/conversations/{conversation.pk}/").content.decode()
+        assert "model analysis" not in page and "fallback" not in page
+        assert page.count('class="bubble assistant"') == 1, conversation.visitor_id
+    assert {c.messages.get(role="assistant").turn["analysis"]
+            for c in Conversation.objects.filter(tenant=kit.tenant)} == {"model"}

@@ -136,6 +136,26 @@ def test_an_invitation_is_emailed_shown_once_and_accepted(kit, manager, smtp, se
     assert r.status_code == 410 and "was used already" in r.content.decode()
 
 
+def test_an_invitation_from_the_admin_token_comes_from_the_tenant(kit, smtp, send_emails,
+                                                                  django_capture_on_commit_callbacks):
+    """Issue 29: the email said "Administrator (admin token) invites you", words that mean
+    nothing to the person invited: the tenant invites them then."""
+    client = Client()
+    client.post("/dashboard/login/token/", {"token": kit.admin_token})
+    with django_capture_on_commit_callbacks(execute=True):
+        _link(client, _invite(client))
+    (received,) = smtp.wait_for(1)
+    assert received.message["Subject"] == "Acme Inc invites you to its sales team"
+    html = received.message.get_body(("html",)).get_content()
+    for body in (received.text(), html):
+        assert "Administrator" not in body and "admin token" not in body
+    assert "Acme Inc invites you to join its sales team on the dashboard, as sales rep." in received.text()
+    assert "<strong>Acme Inc</strong> invites you to join its sales team" in html
+    # The team's activity still says who acted.
+    assert Event.objects.get(type="team.member_invited").facts["actor"]["name"] == (
+        "Administrator (admin token)")
+
+
 def test_django_password_validators_apply_when_accepting(manager):
     client = signed_in(manager)
     link = _link(client, _invite(client))

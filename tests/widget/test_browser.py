@@ -333,6 +333,26 @@ def test_keyboard_only_use(stack, page):
                          ".activeElement.className") == "launcher"
 
 
+def test_escape_closes_the_widget_from_its_launcher(stack, page):
+    """Issue 29: Escape closed the widget only from inside its panel; on the launcher (where
+    Shift+Tab from the panel leads, and where a click leaves the focus) it did nothing."""
+    shadow = "document.querySelector('[data-service-widget]')?.shadowRoot"
+    open_widget(page, stack["site"].origin + "/")
+    for _ in range(3):  # from the message box back: the conversation, Close, the launcher
+        page.keyboard.press("Shift+Tab")
+    assert page.evaluate(f"{shadow}.activeElement.className") == "launcher"
+    assert page.locator("#sw-panel").is_visible()
+    page.keyboard.press("Escape")
+    assert page.locator("#sw-panel").is_hidden()
+    assert page.locator("button.launcher").get_attribute("aria-expanded") == "false"
+    assert page.evaluate(f"{shadow}.activeElement.className") == "launcher"
+    # Closed, Escape on the launcher leaves it closed; Enter opens it again.
+    page.keyboard.press("Escape")
+    assert page.locator("#sw-panel").is_hidden()
+    page.keyboard.press("Enter")
+    assert page.locator("#sw-panel").is_visible()
+
+
 def test_on_a_phone_the_panel_fills_the_screen(stack, fake):
     context = stack["browser"].new_context(viewport={"width": 390, "height": 844},
                                            device_scale_factor=2, is_mobile=True, has_touch=True)
