@@ -265,8 +265,11 @@ def _bookable_days(tenant: Tenant, now: datetime) -> list[list[datetime]]:
     for _ in range(HORIZON_DAYS):
         starts: list[datetime] = []
         if day.weekday() in _days(tenant):
-            start = datetime(day.year, day.month, day.day, tenant.meeting_start_hour, tzinfo=zone)
-            while start.hour < tenant.meeting_end_hour:
+            midnight = datetime(day.year, day.month, day.day, tzinfo=zone)
+            start = midnight + timedelta(hours=tenant.meeting_start_hour)
+            # Compared as times, not hours: a day that ends at 24:00 ends at the next midnight.
+            day_end = midnight + timedelta(hours=tenant.meeting_end_hour)
+            while start < day_end:
                 utc = start.astimezone(UTC)
                 if is_bookable(tenant, utc, now=now):
                     starts.append(utc)

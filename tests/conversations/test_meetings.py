@@ -151,3 +151,16 @@ def test_a_status_set_since_the_booking_stays(api, kit, rep):
     lead_update(lead=meeting.lead, changes={"status": "converted"})
     meeting_cancel(meeting=meeting, by="staff")
     assert _status(meeting) == "converted"
+
+
+def test_a_working_day_that_ends_at_midnight_offers_its_evening(api, kit, rep):
+    """The Settings form offers 24:00 as the end of the day; the slots stop at that midnight
+    (they ran on into the next days, and a chat turn spun until it failed)."""
+    kit.tenant.meeting_start_hour, kit.tenant.meeting_end_hour = 20, 24
+    kit.tenant.meeting_days = [0, 1, 2, 3, 4, 5, 6]
+    kit.tenant.save()
+    slots = scheduling.free_slots(kit.tenant, True, now=timezone.now(), count=100)
+    assert slots
+    assert all(20 <= s.start.hour <= 23 for s in slots)  # the tenant's zone is UTC
+    r = chat(api, kit, "I'm Sam, sam@example.com, can we book a demo?")
+    assert r.status_code == 200 and any(a["type"] == "reply" for a in r.json()["suggestedActions"])
