@@ -1,11 +1,10 @@
 """The placeholders of canned replies (docs/dashboard.md, "Inbox"): what each is filled with,
 from the conversation's lead, the tenant and the person replying.
 
-| placeholder | filled with |
-|---|---|
-| ``{first_name}`` | the first word of the lead's name, else of the name the visitor gave |
-| ``{meeting_link}`` | the tenant's booking link (Settings), else the page of the lead's next scheduled meeting |
-| ``{agent_name}`` | the first name of the person replying, else their name |
+- ``{first_name}``: the first word of the lead's name, else of the name the visitor gave;
+- ``{meeting_link}``: the tenant's booking link (Settings), else the page of the lead's next
+  scheduled meeting;
+- ``{agent_name}``: the first name of the person replying, else their name.
 
 A placeholder without a value stays as written, so that the person sees it in the reply box and
 writes what it should say; the reply is theirs to send.

@@ -162,6 +162,9 @@ class ConversationTag(models.Model):
         # The list filtered by a tag: its conversations.
         indexes = [models.Index(fields=["tag", "conversation"], name="conversation_tag_by_tag")]
 
+    def __str__(self) -> str:
+        return f"{self.tag_id} on {self.conversation_id}"
+
 
 class Note(models.Model):
     """An internal note of the staff on a conversation or on a lead (exactly one of them).
@@ -241,6 +244,9 @@ class ConversationRead(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["conversation", "user"], name="conversation_read_once"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} read {self.seen_count} of {self.conversation_id}"
 
 
 class Role(models.TextChoices):

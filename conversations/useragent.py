@@ -27,7 +27,8 @@ SYSTEMS = (
     ("Linux", r"Linux|X11"),
 )
 BOT = re.compile(r"bot\b|crawler|spider|slurp|HeadlessChrome", re.IGNORECASE)
-PRODUCT = re.compile(r"^([A-Za-z][\w.-]*)(?:/([\w.]+))?")
+PRODUCT = re.compile(r"([A-Za-z][\w.-]*)/([\w.]+)")
+GENERIC = frozenset({"Mozilla", "AppleWebKit", "KHTML", "Gecko"})
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,9 @@ def parse(user_agent: str | None) -> Agent:
             browser = f"{name} {match.group(1)}"
             break
     if not browser and not system:
-        product = PRODUCT.match(text)
-        browser = " ".join(p for p in product.groups() if p) if product else text[:40]
+        # A crawler or a program: its own product token ("Googlebot/2.1", "python-httpx/0.27").
+        named = [m for m in PRODUCT.finditer(text) if m.group(1) not in GENERIC]
+        browser = f"{named[0].group(1)} {named[0].group(2)}" if named else text.split(" ")[0][:40]
     if BOT.search(text):
         device = "Bot"
     elif system == "iPadOS" or (system == "Android" and "Mobile" not in text) or "Tablet" in text:

@@ -51,7 +51,7 @@ def listening(group: str) -> Iterator:
             while True:
                 message = await asyncio.wait_for(layer.receive(channel), wait if not received else 0.1)
                 received.append((message["event"], message["data"]))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return received
 
     try:

@@ -74,8 +74,14 @@ def safe_next(request: HttpRequest, fallback: str) -> str:
 
 
 def query_without_page(request: HttpRequest) -> str:
+    return query_without(request, "page")
+
+
+def query_without(request: HttpRequest, *names: str) -> str:
+    """The page's query string without the parameters ``names``."""
     params = request.GET.copy()
-    params.pop("page", None)
+    for name in names:
+        params.pop(name, None)
     return params.urlencode()
 
 

@@ -23,7 +23,7 @@ from conversations.visitor import visitor_of
 from tenants import selectors as tenant_selectors
 
 from ..auth import dashboard_view, resolve_actor
-from .common import attempt, page_of, query_without_page
+from .common import attempt, page_of, query_without, query_without_page
 from .inbox import canned_for, note_rows, team_handles
 
 TRANSCRIPT_CAP = 500
@@ -68,9 +68,11 @@ def conversation_index(request: HttpRequest) -> HttpResponse:
     filters = {"statuses": TABS[tab][1], "assignee": actor.user if tab == "mine" else None,
                "unassigned": tab == "unassigned",
                "channel": channel if channel in Channel.values else None, "tag": tag}
-    tabs = {key: label for key, (label, _) in TABS.items() if key != "mine" or actor.user is not None}
+    tabs = {key: label for key, (label, _) in TABS.items()
+            if key != "mine" or actor.user is not None}
     context = {
-        "view": tab, "views": tabs, "view_label": TABS[tab][0], "channel": channel, "channels": Channel.choices,
+        "view": tab, "views": tabs, "view_label": TABS[tab][0],
+        "channel": channel, "channels": Channel.choices,
         "tags": tags, "tag": tag, "search": search,
         # The tabs keep the other filters and the search; the pager keeps everything.
         "filters": query_without(request, "view", "page"),
@@ -90,13 +92,6 @@ def conversation_index(request: HttpRequest) -> HttpResponse:
                           if actor.user is not None else 0)
         context["page"] = page
     return render(request, "dashboard/conversations.html", context)
-
-
-def query_without(request: HttpRequest, *names: str) -> str:
-    params = request.GET.copy()
-    for name in names:
-        params.pop(name, None)
-    return params.urlencode()
 
 
 class ReplyForm(forms.Form):

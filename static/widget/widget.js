@@ -442,15 +442,14 @@
       notice("You are chatting with our assistant again.");
     }
   }
-  // A person typing: shown 6 s after each event, or until their message.
+  // A person typing: shown for 6 s, or until their message.
   function typing(name) {
-    if (!S.typing) log.appendChild(S.typing = el("div", { "class": "notice" }));
-    S.typing.textContent = name + " is typing…";
+    untype();
+    log.appendChild(S.typing = el("div", { "class": "notice" }, name + " is typing…"));
     scroll();
-    clearTimeout(S.typingOff);
     S.typingOff = later(untype, 6000);
   }
-  function untype() { if (S.typing) S.typing.remove(); S.typing = null; }
+  function untype() { clearTimeout(S.typingOff); if (S.typing) S.typing.remove(); S.typing = null; }
   function onLiveMessage(m, replay) {
     if (S.seen[m.id]) return;
     if (m.author) untype();
@@ -479,7 +478,7 @@
     });
     src.addEventListener("message", function (e) { onLiveMessage(JSON.parse(e.data), false); });
     src.addEventListener("status", function (e) { onStatus(JSON.parse(e.data), false); });
-    src.addEventListener("typing", function (e) { var t = JSON.parse(e.data); if (t.author) typing(t.author.name); });
+    src.addEventListener("typing", function (e) { var a = JSON.parse(e.data).author; if (a) typing(a.name); });
     src.onerror = function () {
       if (src.readyState !== 2 || S.source !== src) return;  // 2: closed for good; retry ourselves
       S.source = null;
@@ -528,8 +527,9 @@
     timers.forEach(clearTimeout);
     timers = [];
     setSending(false);
-    S.failed = false; S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0; S.typing = null;
+    S.failed = false; S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
     badge.hidden = true;
+    untype();
     log.textContent = "";
   }
 
@@ -545,7 +545,7 @@
     send(text);
   });
   function grow() { input.style.height = "auto"; input.style.height = Math.min(input.scrollHeight, 120) + "px"; }
-  // A person who has the conversation sees the visitor typing (every 2.5 s at most).
+  // The person who has the conversation sees the visitor type.
   on(input, "input", function () {
     grow();
     if (S.status === "handed_off" && input.value.trim() && Date.now() - S.typed > 2500) {

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
-from django.http import HttpResponse
 from rest_framework.response import Response
 
 from analytics.services import record_widget_visit
