@@ -288,6 +288,12 @@ class Message(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["conversation", "sequence"], name="message_sequence"),
         ]
+        indexes = [
+            # The search, newest first (``conversations.search``): a word in many messages is
+            # found by walking this back until a page is full, a rare one by the words' index.
+            # Appended to at each message, as created_at grows.
+            models.Index(fields=["tenant", "livemode", "created_at", "id"], name="message_recent"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"

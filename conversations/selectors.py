@@ -151,8 +151,8 @@ def message_search(
 ) -> SearchPage:
     """The tenant's messages in this mode (the visitors', the agent's and the staff's) that hold
     every term of ``query`` (``conversations.search``), in conversations that pass the list's
-    filters; newest first (id breaks ties), each with its conversation, lead, assignee and
-    author, and the conversation's tags: two queries."""
+    filters; newest first (id breaks ties), each with what the list shows of its conversation
+    (status, lead), its author and the conversation's tags: two queries."""
     terms = search.search_terms(query)
     page = max(1, page)
     if not terms:
@@ -161,8 +161,13 @@ def message_search(
                              "conversation__", statuses=statuses, assignee=assignee,
                              unassigned=unassigned, channel=channel, tag=tag)
     start = (page - 1) * per_page
+    # Only what a result shows: a wide row of four tables would cost more to read than to find.
     rows = list(search.matching(queryset, terms)
-                .select_related("conversation__lead", "conversation__assigned_to", "author")
+                .select_related("conversation__lead", "author")
+                .only("id", "conversation_id", "role", "content", "created_at", "author_id",
+                      "author__first_name", "author__last_name", "author__username",
+                      "conversation__status", "conversation__channel",
+                      "conversation__lead__name", "conversation__lead__email")
                 .prefetch_related("conversation__tags")
                 .order_by("-created_at", "-id")[start:start + per_page + 1])
     return SearchPage(rows[:per_page], page, len(rows) > per_page, terms)
