@@ -59,6 +59,23 @@ def v1_meeting(facts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def v1_search_result(message: Message) -> dict[str, Any]:
+    """A message found by ``GET /api/v1/conversations/search``, with what the search read of
+    its conversation (``selectors.message_search``)."""
+    conversation = message.conversation
+    return {
+        "id": msg_id(message.pk),
+        "role": message.role,
+        "content": message.content,
+        "author": user_id(message.author_id),
+        "createdAt": format_timestamp(message.created_at),
+        "conversation": {"id": conv_id(message.conversation_id),
+                         "leadId": lead_id(conversation.lead_id),
+                         "status": conversation.status, "channel": conversation.channel,
+                         "tags": [t.name for t in conversation.tags.all()]},
+    }
+
+
 def v1_message(message: Message) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": msg_id(message.pk),
