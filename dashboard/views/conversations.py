@@ -5,11 +5,15 @@ conversation (tags, notes, typing, read markers) are in ``inbox``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from asgiref.sync import sync_to_async
 from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -82,7 +86,8 @@ def conversation_index(request: HttpRequest) -> HttpResponse:
         found = actor.read(conversation_selectors.message_search, query=search,
                            page=_page_number(request), **filters)
         context["results"] = found
-        context["hits"] = [(m, excerpt(m.content, found.terms)) for m in found.results]
+        base = reverse("dashboard:conversations")
+        context["hits"] = [_hit(m, found.terms, base) for m in found.results]
     else:
         page = page_of(request, actor.read(conversation_selectors.conversation_queue,
                                            reader=actor.user, **filters))
@@ -92,6 +97,35 @@ def conversation_index(request: HttpRequest) -> HttpResponse:
                           if actor.user is not None else 0)
         context["page"] = page
     return render(request, "dashboard/conversations.html", context)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result as the list shows it: computed here, so that the template's loop only
+    prints (a page of results renders in a fraction of the time of resolving each lookup)."""
+
+    url: str
+    visitor: str
+    status: str
+    status_label: str
+    tags: list
+    at: datetime
+    who: str
+    pieces: list
+
+
+def _hit(message, terms: list[str], base: str) -> Hit:
+    conversation, lead = message.conversation, message.conversation.lead
+    if message.role == "user":
+        who = "Visitor"
+    else:
+        who = message.author.display_name if message.author_id else "Agent"
+    return Hit(
+        url=f"{base}{message.conversation_id}/#m-{message.pk}",
+        visitor=(lead.name or lead.email) if lead is not None else "Anonymous visitor",
+        status=conversation.status, status_label=conversation.get_status_display(),
+        tags=list(conversation.tags.all()), at=message.created_at, who=who,
+        pieces=excerpt(message.content, terms))
 
 
 class ReplyForm(forms.Form):
