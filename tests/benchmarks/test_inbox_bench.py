@@ -336,12 +336,13 @@ def test_search(bench, label, query, aim):
     html = bench.get(page).body.decode()
     assert ("<mark>" in html) == (found > 0) and "Inbox stranger" not in html
 
-    result = _row(bench, label, words, found, "API", api)
+    # Both measured before either is checked: the table has both rows whatever the verdict.
+    through_api = _row(bench, label, words, found, "API", api)
+    through_page = _row(bench, label, words, found, "dashboard page", page)
     if aim == "ratio":
-        check("inbox-search", f"API search {label}: median vs bare", result.ratio, AIM)
+        check("inbox-search", f"API search {label}: median vs bare", through_api.ratio, AIM)
     else:
-        check("inbox-search", f"API search {label}: median", result.service.median,
+        check("inbox-search", f"API search {label}: median", through_api.service.median,
               SEARCH_AIM_MS, unit=" ms")
-    result = _row(bench, label, words, found, "dashboard page", page)
-    check("inbox-search", f"dashboard search {label}: median", result.service.median,
+    check("inbox-search", f"dashboard search {label}: median", through_page.service.median,
           SEARCH_AIM_MS, unit=" ms")
