@@ -59,20 +59,17 @@ def v1_meeting(facts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def v1_search_result(message: Message) -> dict[str, Any]:
-    """A message found by ``GET /api/v1/conversations/search``, with what the search read of
-    its conversation (``selectors.message_search``)."""
-    conversation = message.conversation
+def v1_search_result(found: Any) -> dict[str, Any]:
+    """A message found by ``GET /api/v1/conversations/search`` (``selectors.Found``)."""
     return {
-        "id": msg_id(message.pk),
-        "role": message.role,
-        "content": message.content,
-        "author": user_id(message.author_id),
-        "createdAt": format_timestamp(message.created_at),
-        "conversation": {"id": conv_id(message.conversation_id),
-                         "leadId": lead_id(conversation.lead_id),
-                         "status": conversation.status, "channel": conversation.channel,
-                         "tags": [t.name for t in conversation.tags.all()]},
+        "id": msg_id(found.id),
+        "role": found.role,
+        "content": found.content,
+        "author": user_id(found.author_id),
+        "createdAt": format_timestamp(found.created_at),
+        "conversation": {"id": conv_id(found.conversation_id), "leadId": lead_id(found.lead_id),
+                         "status": found.status, "channel": found.channel,
+                         "tags": [name for name, _ in found.tags]},
     }
 
 

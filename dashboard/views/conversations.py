@@ -108,24 +108,21 @@ class Hit:
     visitor: str
     status: str
     status_label: str
-    tags: list
+    tags: list[tuple[str, str]]
     at: datetime
     who: str
     pieces: list
 
 
-def _hit(message, terms: list[str], base: str) -> Hit:
-    conversation, lead = message.conversation, message.conversation.lead
-    if message.role == "user":
-        who = "Visitor"
-    else:
-        who = message.author.display_name if message.author_id else "Agent"
-    return Hit(
-        url=f"{base}{message.conversation_id}/#m-{message.pk}",
-        visitor=(lead.name or lead.email) if lead is not None else "Anonymous visitor",
-        status=conversation.status, status_label=conversation.get_status_display(),
-        tags=list(conversation.tags.all()), at=message.created_at, who=who,
-        pieces=excerpt(message.content, terms))
+STATUS_LABELS = dict(ConversationStatus.choices)
+
+
+def _hit(found, terms: list[str], base: str) -> Hit:
+    who = "Visitor" if found.role == "user" else (found.author_name or "Agent")
+    return Hit(url=f"{base}{found.conversation_id}/#m-{found.id}",
+               visitor=found.lead_label or "Anonymous visitor", status=found.status,
+               status_label=STATUS_LABELS.get(found.status, found.status), tags=found.tags,
+               at=found.created_at, who=who, pieces=excerpt(found.content, terms))
 
 
 class ReplyForm(forms.Form):
