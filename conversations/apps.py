@@ -21,6 +21,9 @@ class ConversationsConfig(AppConfig):
         # A person's own stream (docs/dashboard.md, "Availability and routing"): handoffs given
         # to them, their status; and whoever comes online is offered the waiting handoffs.
         events.subscribe(live.push_assignment, types=live.ASSIGNMENT_EVENTS, after_commit=True)
+        # A note's mentions: a toast on each named teammate's pages (their email is a row of
+        # ``emails_for_event``).
+        events.subscribe(live.push_mentions, types=[EventType.NOTE_CREATED], after_commit=True)
         events.subscribe(live.push_presence, types=[EventType.USER_STATUS_CHANGED],
                          after_commit=True)
         events.subscribe(offer_on_status, types=[EventType.USER_STATUS_CHANGED],

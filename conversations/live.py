@@ -18,6 +18,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.core.cache import cache
 
 from agent.interface import phrase
 from core.breaker import Breaker
@@ -25,7 +26,8 @@ from core.models import Event, EventType
 from core.timestamps import format_timestamp, parse_timestamp
 from tenants.models import User
 
-from .models import Conversation, ConversationStatus, Message
+from . import mail
+from .models import Conversation, ConversationStatus, Message, Note
 
 logger = logging.getLogger("salesagent.live")
 
@@ -192,10 +194,47 @@ def _handoff_toast(event: Event, handoff: dict | None, contact: dict | None, sub
     }
 
 
+def push_mentions(event: Event) -> None:
+    """After-commit subscriber of ``note.created``: each teammate the note mentions sees a toast
+    on their open pages, with the note's beginning and a link to it."""
+    facts = event.facts["note"]
+    if not facts.get("mentions"):
+        return
+    note = (Note.objects.select_related("author", "lead", "conversation__lead")
+            .filter(pk=facts["id"]).first())
+    if note is None:
+        return
+    toast = {"note": str(note.pk), "livemode": event.livemode,
+             "author": note.author.display_name if note.author else "A teammate",
+             "about": mail.note_subject(note), "excerpt": note.content[:140],
+             "url": mail.note_path(note)}
+    for user_id in facts["mentions"]:
+        _publish(user_group(uuid.UUID(user_id)), "mention", toast)
+
+
 def push_presence(event: Event) -> None:
     """After-commit subscriber of ``user.status_changed``: the person's open pages show it."""
     _publish(user_group(uuid.UUID(event.facts["user_id"])), "presence",
              {"status": event.facts["status"]})
+
+
+# --- typing: both ways between a person and the visitor, never stored ---------------------------
+
+# A side's typing is passed on at most this often (the pages send it about as often); each page
+# shows it for TYPING_SHOWN_SECONDS after the last one (static/dashboard/transcript.js, widget.js).
+TYPING_EVERY_SECONDS = 2
+
+
+def typing(conversation_id: uuid.UUID, *, role: str, name: str | None = None) -> bool:
+    """Tells the conversation's open streams that its visitor (``role`` "user") or the person
+    who has it (``role`` "assistant", with their ``name``) is typing. Nothing is written: one
+    cache key per side keeps it to one push each ``TYPING_EVERY_SECONDS`` whatever the pages
+    send (shared by every process through the cache). Returns whether it was passed on."""
+    if not cache.add(f"typing:{conversation_id.hex}:{role}", 1, timeout=TYPING_EVERY_SECONDS):
+        return False
+    _send(conversation_id, "typing",
+          {"role": role, "author": {"name": name} if name else None})
+    return True
 
 
 async def _group_send(layer, group: str, message: dict[str, Any]) -> None:

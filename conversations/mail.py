@@ -147,6 +147,39 @@ def handoff_email(user: User, conversation_facts: dict[str, Any], handoff: dict[
     return _render(EmailKind.HANDOFF, user.email, tenant, subject, context)
 
 
+def note_subject(note: Any) -> str:
+    """Whom a note is about, in a few words: the lead's name or address, else the visitor's."""
+    lead = note.lead or (note.conversation.lead if note.conversation is not None else None)
+    if lead is not None:
+        return lead.name or lead.email
+    contact = note.conversation.contact or {}
+    return contact.get("name") or contact.get("email") or "a visitor"
+
+
+def note_path(note: Any) -> str:
+    """The dashboard page of what the note is on, at the note."""
+    if note.conversation_id:
+        page = reverse("dashboard:conversation", kwargs={"conversation_id": note.conversation_id})
+    else:
+        page = reverse("dashboard:lead", kwargs={"lead_id": note.lead_id})
+    return f"{page}#note-{note.pk}"
+
+
+def note_url(note: Any) -> str:
+    return settings.PUBLIC_BASE_URL + note_path(note)
+
+
+def mention_email(user: User, note: Any) -> Rendered:
+    """To a teammate a note mentions: who wrote it, about whom, the note, and where it is."""
+    author = note.author.display_name if note.author else "A teammate"
+    about = note_subject(note)
+    context = {"user": user, "author": author, "about": about, "note": note,
+               "where": "conversation" if note.conversation_id else "lead",
+               "url": note_url(note)}
+    subject = f"[{note.tenant.name}] {author} mentioned you in a note about {about}"
+    return _render(EmailKind.MENTION, user.email, note.tenant, subject, context)
+
+
 def staff_invitation_email(invitation: Any, token: str, inviter: str | None) -> Rendered:
     """To the person invited to the team: who invites them (the person, or the tenant itself
     when the admin token invited: "Administrator (admin token)" means nothing to a newcomer),

@@ -10,6 +10,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from core.work import RetriedWork
@@ -86,6 +87,10 @@ class Conversation(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    # The staff's labels (docs/dashboard.md, "Inbox"): added and removed on the conversation's
+    # page, a filter of the list.
+    tags = models.ManyToManyField("Tag", through="ConversationTag", related_name="conversations",
+                                  blank=True)
 
     class Meta:
         ordering = ["-last_message_at", "-id"]
@@ -117,6 +122,138 @@ class Conversation(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status in (ConversationStatus.ACTIVE, ConversationStatus.HANDED_OFF)
+
+
+class Tag(models.Model):
+    """A label of the tenant's own ("Pricing", "VIP"), optionally coloured, that the staff put on
+    conversations. It belongs to the tenant, not to a mode, as its settings do: the same labels
+    serve live and test data."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    name = models.CharField(max_length=40)
+    colour = models.CharField(max_length=7, blank=True)  # "#rrggbb", or none: the default look
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            # One "VIP" per tenant, whatever its case.
+            models.UniqueConstraint(Lower("name"), "tenant", name="tag_name_per_tenant"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ConversationTag(models.Model):
+    """A tag on a conversation: deleted with either (the conversation's erasure takes it)."""
+
+    id = models.BigAutoField(primary_key=True)
+    # No index of its own: ``conversation_tag_once`` (conversation, tag) starts with it.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, db_index=False,
+                                     related_name="+")
+    tag = models.ForeignKey(Tag, on_delete=models.CASCADE, db_index=False, related_name="+")
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "tag"], name="conversation_tag_once"),
+        ]
+        # The list filtered by a tag: its conversations.
+        indexes = [models.Index(fields=["tag", "conversation"], name="conversation_tag_by_tag")]
+
+    def __str__(self) -> str:
+        return f"{self.tag_id} on {self.conversation_id}"
+
+
+class Note(models.Model):
+    """An internal note of the staff on a conversation or on a lead (exactly one of them).
+
+    Never the visitor's to see: notes are rows of their own, not messages, so no transcript,
+    no API, no webhook and no agent history can carry one. ``mentions`` are the ids (strings)
+    of the teammates it names with ``@handle``, notified when it is written."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    conversation = models.ForeignKey(Conversation, null=True, blank=True, on_delete=models.CASCADE,
+                                     db_index=False, related_name="notes")
+    lead = models.ForeignKey("leads.Lead", null=True, blank=True, on_delete=models.CASCADE,
+                             db_index=False, related_name="notes")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    content = models.TextField()
+    mentions = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["conversation", "created_at"], name="note_conversation",
+                         condition=models.Q(conversation__isnull=False)),
+            models.Index(fields=["lead", "created_at"], name="note_lead",
+                         condition=models.Q(lead__isnull=False)),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(conversation__isnull=False, lead__isnull=True)
+                           | models.Q(conversation__isnull=True, lead__isnull=False)),
+                name="note_on_one_thing"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Note {self.pk}"
+
+
+class CannedReply(models.Model):
+    """A reply the tenant's staff insert by its shortcut ("/pricing") in the reply box, with
+    ``{first_name}``, ``{meeting_link}`` and ``{agent_name}`` filled from the conversation's lead,
+    the tenant and the person replying (``conversations.canned``). The tenant's, both modes."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    shortcut = models.CharField(max_length=30)
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["shortcut", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "shortcut"], name="canned_reply_shortcut"),
+        ]
+
+    def __str__(self) -> str:
+        return f"/{self.shortcut}"
+
+
+class ConversationRead(models.Model):
+    """How far a person of the staff has read a conversation: its message count when they last
+    had it open. Messages beyond it are unread to them (the list's markers)."""
+
+    id = models.BigAutoField(primary_key=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, db_index=False,
+                                     related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    seen_count = models.PositiveIntegerField(default=0)
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "user"], name="conversation_read_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} read {self.seen_count} of {self.conversation_id}"
 
 
 class Role(models.TextChoices):
@@ -157,6 +294,12 @@ class Message(models.Model):
         ordering = ["sequence"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "sequence"], name="message_sequence"),
+        ]
+        indexes = [
+            # The search, newest first (``conversations.search``): a word in many messages is
+            # found by walking this back until a page is full, a rare one by the words' index.
+            # Appended to at each message, as created_at grows.
+            models.Index(fields=["tenant", "livemode", "created_at", "id"], name="message_recent"),
         ]
 
     def __str__(self) -> str:
@@ -220,6 +363,7 @@ class EmailKind(models.TextChoices):
     HOST_MEETING = "host_meeting", "Meeting booked (host)"
     HANDOFF = "handoff", "Conversation handed off (rep)"
     STAFF_INVITATION = "staff_invitation", "Invitation to join the team"
+    MENTION = "mention", "Mentioned in a note (teammate)"
 
 
 class EmailStatus(models.TextChoices):

@@ -59,6 +59,20 @@ def v1_meeting(facts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def v1_search_result(found: Any) -> dict[str, Any]:
+    """A message found by ``GET /api/v1/conversations/search`` (``selectors.Found``)."""
+    return {
+        "id": msg_id(found.id),
+        "role": found.role,
+        "content": found.content,
+        "author": user_id(found.author_id),
+        "createdAt": format_timestamp(found.created_at),
+        "conversation": {"id": conv_id(found.conversation_id), "leadId": lead_id(found.lead_id),
+                         "status": found.status, "channel": found.channel,
+                         "tags": [name for name, _ in found.tags]},
+    }
+
+
 def v1_message(message: Message) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": msg_id(message.pk),

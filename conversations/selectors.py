@@ -1,16 +1,31 @@
-"""Reads of conversations: the filtered, ordered lists and a page of messages."""
+"""Reads of conversations: the filtered, ordered lists, a page of messages, the search, and the
+staff's inbox (tags, notes, canned replies, the visitor's other conversations)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from tenants.models import Tenant, User
 
-from .models import Conversation, ConversationStatus, Meeting, Message, OutboundEmail
+from . import search
+from .models import (
+    CannedReply,
+    Conversation,
+    ConversationRead,
+    ConversationStatus,
+    ConversationTag,
+    Meeting,
+    MeetingStatus,
+    Message,
+    Note,
+    OutboundEmail,
+    Tag,
+)
 
 SORT_FIELDS = {"startedAt": "started_at", "lastMessageAt": "last_message_at",
                "messageCount": "message_count"}
@@ -62,6 +77,24 @@ def conversation_get(*, tenant: Tenant, livemode: bool, conversation_id: uuid.UU
             .select_related("lead", "assigned_to").first())
 
 
+def _queue_filter(queryset: QuerySet, prefix: str, *, statuses: Collection[str] | None,
+                  assignee: User | None, unassigned: bool, channel: str | None,
+                  tag: Tag | None) -> QuerySet:
+    """The list's filters, on conversations (``prefix`` "") or on their messages
+    ("conversation__")."""
+    if statuses is not None:
+        queryset = queryset.filter(**{f"{prefix}status__in": list(statuses)})
+    if assignee is not None:
+        queryset = queryset.filter(**{f"{prefix}assigned_to": assignee})
+    elif unassigned:
+        queryset = queryset.filter(**{f"{prefix}assigned_to__isnull": True})
+    if channel:
+        queryset = queryset.filter(**{f"{prefix}channel": channel})
+    if tag is not None:
+        queryset = queryset.filter(**{f"{prefix}tags": tag})
+    return queryset
+
+
 def conversation_queue(
     *,
     tenant: Tenant,
@@ -70,20 +103,107 @@ def conversation_queue(
     assignee: User | None = None,
     channel: str | None = None,
     unassigned: bool = False,
+    tag: Tag | None = None,
+    reader: User | None = None,
 ) -> QuerySet[Conversation]:
     """The tenant's conversations in this mode, optionally only in ``statuses``, assigned to
-    ``assignee`` (or, ``unassigned``, to nobody) or on ``channel``; latest message first (id
-    breaks ties), with lead and assignee joined."""
-    queryset = Conversation.objects.filter(tenant=tenant, livemode=livemode)
-    if statuses is not None:
-        queryset = queryset.filter(status__in=list(statuses))
-    if assignee is not None:
-        queryset = queryset.filter(assigned_to=assignee)
-    elif unassigned:
-        queryset = queryset.filter(assigned_to__isnull=True)
-    if channel:
-        queryset = queryset.filter(channel=channel)
-    return queryset.select_related("lead", "assigned_to").order_by("-last_message_at", "-id")
+    ``assignee`` (or, ``unassigned``, to nobody), on ``channel`` or with ``tag``; latest message
+    first (id breaks ties), with lead, assignee and tags (one query for a page's). With a
+    ``reader``, each has ``seen_count``: how many of its messages they had when they last had
+    it open (None: never), read with the page's rows."""
+    queryset = _queue_filter(Conversation.objects.filter(tenant=tenant, livemode=livemode), "",
+                             statuses=statuses, assignee=assignee, unassigned=unassigned,
+                             channel=channel, tag=tag)
+    if reader is not None:
+        queryset = queryset.annotate(seen_count=Subquery(
+            ConversationRead.objects.filter(conversation=OuterRef("pk"), user=reader)
+            .values("seen_count")[:1]))
+    return (queryset.select_related("lead", "assigned_to").prefetch_related("tags")
+            .order_by("-last_message_at", "-id"))
+
+
+@dataclass(frozen=True)
+class Found:
+    """A message a search found, with what the lists show of its conversation: plain values
+    read in one statement (no model instances: a page of results costs its rows, not four
+    objects each)."""
+
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    role: str
+    content: str
+    created_at: datetime
+    author_id: uuid.UUID | None
+    author_name: str  # the person's name, "" for the visitor and the agent
+    status: str
+    channel: str
+    lead_id: uuid.UUID | None
+    lead_label: str  # the lead's name, else its address; "" without a lead
+    tags: list[tuple[str, str]]  # (name, colour) of the conversation's tags, by name
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of a message search: no total (counting every match of a common word at a
+    million messages costs more than the page), whether there is a next page."""
+
+    results: list[Found]
+    number: int
+    has_next: bool
+    terms: list[str]
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+
+_FOUND = ("id", "conversation_id", "role", "content", "created_at", "author_id",
+          "author__first_name", "author__last_name", "author__username", "conversation__status",
+          "conversation__channel", "conversation__lead_id", "conversation__lead__name",
+          "conversation__lead__email")
+
+
+def message_search(
+    *,
+    tenant: Tenant,
+    livemode: bool,
+    query: str,
+    page: int = 1,
+    per_page: int = 25,
+    statuses: Collection[str] | None = None,
+    assignee: User | None = None,
+    channel: str | None = None,
+    unassigned: bool = False,
+    tag: Tag | None = None,
+) -> SearchPage:
+    """The tenant's messages in this mode (the visitors', the agent's and the staff's) that hold
+    every term of ``query`` (``conversations.search``), in conversations that pass the list's
+    filters; newest first (id breaks ties), each with its author's name, its conversation's
+    status, channel, lead and tags: two queries."""
+    terms = search.search_terms(query)
+    page = max(1, page)
+    if not terms:
+        return SearchPage([], page, False, [])
+    queryset = _queue_filter(Message.objects.filter(tenant=tenant, livemode=livemode),
+                             "conversation__", statuses=statuses, assignee=assignee,
+                             unassigned=unassigned, channel=channel, tag=tag)
+    start = (page - 1) * per_page
+    rows = list(search.matching(queryset, terms).order_by("-created_at", "-id")
+                .values_list(*_FOUND)[start:start + per_page + 1])
+    shown = rows[:per_page]
+    tags: dict[uuid.UUID, list[tuple[str, str]]] = {}
+    if shown:
+        for conversation_id, name, colour in (
+                ConversationTag.objects.filter(conversation_id__in={r[1] for r in shown})
+                .order_by("tag__name", "tag_id").values_list("conversation_id", "tag__name",
+                                                             "tag__colour")):
+            tags.setdefault(conversation_id, []).append((name, colour))
+    results = [Found(
+        id=r[0], conversation_id=r[1], role=r[2], content=r[3], created_at=r[4], author_id=r[5],
+        author_name=(f"{r[6]} {r[7]}".strip() or r[8]) if r[5] else "", status=r[9],
+        channel=r[10], lead_id=r[11], lead_label=(r[12] or r[13] or "") if r[11] else "",
+        tags=tags.get(r[1], [])) for r in shown]
+    return SearchPage(results, page, len(rows) > per_page, terms)
 
 
 def conversation_any(*, tenant: Tenant) -> bool:
@@ -157,3 +277,63 @@ def open_handoffs_of(*, tenant: Tenant, user: User) -> list[Conversation]:
     return list(Conversation.objects.filter(tenant=tenant, assigned_to=user,
                                             status=ConversationStatus.HANDED_OFF)
                 .order_by("created_at", "id"))
+
+
+# --- the inbox: tags, notes, canned replies, the visitor --------------------------------------
+
+def tags(*, tenant: Tenant) -> list[Tag]:
+    """The tenant's tags, by name."""
+    return list(Tag.objects.filter(tenant=tenant).order_by("name", "id"))
+
+
+def tag_get(*, tenant: Tenant, tag_id: uuid.UUID | str) -> Tag | None:
+    return Tag.objects.filter(tenant=tenant, pk=tag_id).first()
+
+
+def canned_replies(*, tenant: Tenant) -> list[CannedReply]:
+    """The tenant's canned replies, by shortcut."""
+    return list(CannedReply.objects.filter(tenant=tenant).order_by("shortcut", "id"))
+
+
+def canned_reply_get(*, tenant: Tenant, reply_id: uuid.UUID) -> CannedReply | None:
+    return CannedReply.objects.filter(tenant=tenant, pk=reply_id).first()
+
+
+def conversation_notes(*, tenant: Tenant, livemode: bool, conversation_id: uuid.UUID,
+                       limit: int = 200) -> list[Note]:
+    """The notes on the conversation, oldest first (the latest ``limit``), with their authors."""
+    latest = (Note.objects.filter(tenant=tenant, livemode=livemode, conversation_id=conversation_id)
+              .select_related("author").order_by("-created_at", "-id")[:limit])
+    return list(latest)[::-1]
+
+
+def lead_notes(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, limit: int = 200
+               ) -> list[Note]:
+    """The notes on the lead and on its conversations, oldest first (the latest ``limit``),
+    with their authors and conversations."""
+    latest = (Note.objects.filter(tenant=tenant, livemode=livemode)
+              .filter(Q(lead_id=lead_id) | Q(conversation__lead_id=lead_id))
+              .select_related("author", "conversation").order_by("-created_at", "-id")[:limit])
+    return list(latest)[::-1]
+
+
+def note_get(*, tenant: Tenant, livemode: bool, note_id: uuid.UUID) -> Note | None:
+    return Note.objects.filter(tenant=tenant, livemode=livemode, pk=note_id).first()
+
+
+def visitor_conversations(*, tenant: Tenant, livemode: bool, conversation: Conversation,
+                          limit: int = 10) -> list[Conversation]:
+    """The other conversations of the same visitor, or of the same lead, latest first."""
+    same = Q(visitor_id=conversation.visitor_id)
+    if conversation.lead_id:
+        same |= Q(lead_id=conversation.lead_id)
+    return list(Conversation.objects.filter(tenant=tenant, livemode=livemode).filter(same)
+                .exclude(pk=conversation.pk).order_by("-last_message_at", "-id")[:limit])
+
+
+def lead_next_meeting(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, after: datetime
+                      ) -> Meeting | None:
+    """The lead's first scheduled meeting that starts after ``after``."""
+    return (Meeting.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id,
+                                   status=MeetingStatus.SCHEDULED, starts_at__gt=after)
+            .order_by("starts_at", "id").first())

@@ -51,6 +51,9 @@ class EventType(models.TextChoices):
     # activity feed says so with counts and no personal data; no webhook carries them.
     DATA_ERASED = "data.erased"
     DATA_EXPIRED = "data.expired"
+    # A teammate wrote an internal note (docs/dashboard.md, "Inbox"): the people it mentions are
+    # told (a toast, an email). Ids only; no surface shows it, so no webhook can carry a note.
+    NOTE_CREATED = "note.created"
     # Sent by hand to one webhook receiver (the dashboard's "Send test event"): both webhook
     # surfaces show it to that receiver alone; no subscription can ask for it.
     WEBHOOK_TEST = "webhook.test"

@@ -76,10 +76,12 @@ def erase_records(person: Person, *, needles: list[str], whole_person: bool) -> 
         Q(type__startswith="lead.") | Q(type__startswith="meeting.")).values_list("pk", flat=True))
     started = timezone.now()
 
-    counts["files"] = _erase_mail_files(needles)
-    counts["emails"] = _delete(OutboundEmail.objects.filter(tenant=tenant, livemode=livemode).filter(
+    emails = OutboundEmail.objects.filter(tenant=tenant, livemode=livemode).filter(
         Q(lead__in=lead_ids) | Q(meeting__in=meeting_ids) | Q(conversation_id__in=conversation_ids)
-        | Q(to__in=person.emails if whole_person else [])))
+        | Q(to__in=person.emails if whole_person else []))
+    email_ids = {str(pk) for pk in emails.values_list("pk", flat=True)}
+    counts["files"] = _erase_mail_files(needles, email_ids)
+    counts["emails"] = _delete(emails)
     counts["meetings"] = _delete(Meeting.objects.filter(pk__in=meeting_ids))
     counts["messages"] = Message.objects.filter(conversation__in=conversation_ids).count()
     for conversation in Conversation.objects.filter(pk__in=conversation_ids):
@@ -218,18 +220,32 @@ def _scrub_admin_log(person: Person, needles: list[str]) -> int:
     return len(entries)
 
 
-def _erase_mail_files(needles: list[str]) -> int:
-    """Emails the embedded default wrote as files (``var/mail``) that hold the person: read as
-    their decoded text, since bodies are encoded."""
+def _erase_mail_files(needles: list[str], email_ids: set[str]) -> int:
+    """Emails the embedded default wrote as files (``var/mail``) that hold the person, read as
+    their decoded text since bodies are encoded, and the files of the email rows erased
+    (their ``X-Service-Email`` header): a staff note quoted in a mention email names the person
+    in words no needle holds."""
     folder = Path(getattr(settings, "EMAIL_FILE_PATH", "") or "")
-    if not needles or not folder.is_dir():
+    if not (needles or email_ids) or not folder.is_dir():
         return 0
     removed = 0
     for path in folder.iterdir():
-        if path.is_file() and _holds(_mail_text(path), needles):
+        if not path.is_file():
+            continue
+        text = _mail_text(path)
+        if _holds(text, needles) or _service_email_id(text) in email_ids:
             path.unlink(missing_ok=True)
             removed += 1
     return removed
+
+
+_SERVICE_EMAIL = re.compile(r"^X-Service-Email: *([0-9a-f-]{36})\s*$", re.MULTILINE | re.IGNORECASE)
+
+
+def _service_email_id(text: str) -> str | None:
+    """The id of the email row a mail file was sent from (``conversations.mail.message``)."""
+    found = _SERVICE_EMAIL.search(text)
+    return found.group(1).lower() if found else None
 
 
 def _mail_text(path: Path) -> str:

@@ -20,7 +20,10 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "conversations.Message": (ERASED, "deleted with their conversation"),
     "conversations.Meeting": (ERASED, "deleted; the event in the host's calendar is removed"),
     "conversations.OutboundEmail": (ERASED, "every email to the person, about their lead, "
-                                            "meeting or conversation, deleted"),
+                                            "meeting or conversation, deleted (a note's "
+                                            "mention emails keep the lead and conversation)"),
+    "conversations.Note": (ERASED, "the staff's notes on the person's lead or conversations, "
+                                   "deleted with them"),
     "calendars.MeetingCalendarWrite": (ERASED, "deleted with the meeting"),
     "analytics.LeadJourney": (ERASED, "deleted with the lead"),
     "analytics.VisitorDay": (ERASED, "the visitor id replaced by a random pseudonym; the "
@@ -59,6 +62,9 @@ INVENTORY: dict[str, tuple[str, str]] = {
                                     "name and the lead's or conversation's id"),
     "apikeys.ApiKey": (NOBODY, "the tenant's keys"),
     "widget.WidgetSettings": (NOBODY, "the widget's look"),
+    "conversations.Tag": (NOBODY, "the tenant's labels; which conversation has one is a row "
+                                  "without text, deleted with the conversation"),
+    "conversations.CannedReply": (NOBODY, "replies the staff wrote, with placeholders"),
     "calendars.CalendarConnection": (NOBODY, "the reps' calendars"),
     "otp_totp.TOTPDevice": (NOBODY, "the staff's second factor"),
     "otp_static.StaticDevice": (NOBODY, "the staff's backup codes"),

@@ -209,6 +209,8 @@ class User(AbstractUser):
         default=True, help_text="An email when a meeting is booked with me.")
     email_on_handoff = models.BooleanField(
         default=True, help_text="An email when a conversation is handed off to me.")
+    email_on_mention = models.BooleanField(
+        default=True, help_text="An email when a teammate mentions me in a note.")
     # Availability (docs/dashboard.md, "Availability and routing"). Blank time zone and working
     # hours: the tenant's meeting time zone, days and hours. ``working_hours`` has their shape:
     # {"days": [0..6, 0 = Monday], "start_hour": 0-23, "end_hour": 1-24}.

@@ -533,12 +533,14 @@ def user_next_in_rotation(*, tenant_id, now: datetime, takes_meetings: bool = Fa
 
 @transaction.atomic
 def user_set_preferences(*, user: User, takes_meetings: bool, email_on_meeting: bool,
-                         email_on_handoff: bool) -> User:
+                         email_on_handoff: bool, email_on_mention: bool) -> User:
     """A person's own settings: whether meetings are booked with them, which emails they get."""
     user.takes_meetings = takes_meetings
     user.email_on_meeting = email_on_meeting
     user.email_on_handoff = email_on_handoff
-    user.save(update_fields=["takes_meetings", "email_on_meeting", "email_on_handoff"])
+    user.email_on_mention = email_on_mention
+    user.save(update_fields=["takes_meetings", "email_on_meeting", "email_on_handoff",
+                             "email_on_mention"])
     return user
 
 

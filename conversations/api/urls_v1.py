@@ -9,6 +9,9 @@ urlpatterns = [
     path("chat/sessions/<str:sessionId>", ChatViewSet.as_view({"get": "retrieve"}),
          name="v1-chat-session"),
     path("conversations", ConversationViewSet.as_view({"get": "list"}), name="v1-conversations"),
+    # Before conversations/<id>: "search" is not a conversation id.
+    path("conversations/search", ConversationViewSet.as_view({"get": "search"}),
+         name="v1-conversations-search"),
     path("conversations/<str:id>",
          ConversationViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
          name="v1-conversation"),

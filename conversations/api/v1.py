@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from django.core.validators import MaxLengthValidator, RegexValidator
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -27,7 +27,8 @@ from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from conversations import presenters
 from conversations.models import Channel, Conversation, ConversationStatus, Message
-from conversations.selectors import conversation_list, conversation_messages
+from conversations.search import MAX_QUERY, search_terms
+from conversations.selectors import conversation_list, conversation_messages, message_search
 from conversations.services import (
     conversation_close,
 )
@@ -248,6 +249,51 @@ class ConversationListQuery(PageQuery):
     sortOrder = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
 
 
+class MessageSearchQuery(PageQuery):
+    q = serializers.CharField(max_length=MAX_QUERY, help_text=(
+        "Words to find, in any case: each a whole word of the message, the last one also the "
+        "start of a word (\"pric\" finds \"pricing\"); every one must be there."))
+    status = serializers.ChoiceField(choices=ConversationStatus.values, required=False,
+                                     help_text="Only in conversations with this status.")
+    channel = serializers.ChoiceField(choices=Channel.values, required=False,
+                                      help_text="Only in conversations on this channel.")
+
+    def validate_q(self, value: str) -> str:
+        if not search_terms(value):
+            raise serializers.ValidationError("Give at least one word to find.", code="required")
+        return value
+
+
+class MessageSearchConversationSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    leadId = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=ConversationStatus.values)
+    channel = serializers.ChoiceField(choices=Channel.values)
+    tags = serializers.ListField(child=serializers.CharField(), help_text="The staff's tags.")
+
+
+class MessageSearchResultSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="msg_ id")
+    role = serializers.ChoiceField(choices=["user", "assistant"])
+    content = serializers.CharField()
+    author = serializers.CharField(allow_null=True, help_text=(
+        "user_ id of the person of the tenant who wrote it; null for the visitor and the agent."))
+    createdAt = TimestampField()
+    conversation = MessageSearchConversationSerializer()
+
+
+class SearchPaginationSerializer(serializers.Serializer):
+    """A search's pages: no total (counting every message of a common word costs more than
+    finding a page of them), whether there is a next page."""
+
+    page = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    hasMore = serializers.BooleanField()
+
+    class Meta:
+        ref_name = "SearchPagination"
+
+
 class ConversationDetailQuery(serializers.Serializer):
     includeMessages = serializers.BooleanField(
         default=True, help_text="true or false (also 1/0, yes/no, on/off): with the messages.")
@@ -328,6 +374,24 @@ class ConversationViewSet(V1ViewSet):
         page = paginate(queryset, page=query["page"], limit=query["limit"])
         return Response({"data": [presenters.v1_conversation(c) for c in page.items],
                          "pagination": page.meta})
+
+    @extend_schema(
+        operation_id="v1_conversations_search",
+        parameters=[MessageSearchQuery],
+        responses={200: inline_serializer("MessageSearchResults", fields={
+            "data": MessageSearchResultSerializer(many=True),
+            "pagination": SearchPaginationSerializer()}), **v1_errors(400)},
+    )
+    def search(self, request):
+        """The messages of the caller's conversations (visitors', the agent's, the staff's)
+        that hold the words of ``q``, newest first (docs/conversations.md, "Search")."""
+        query = parse_query(request, MessageSearchQuery)
+        found = message_search(**self.owner(), query=query["q"], page=query["page"],
+                               per_page=query["limit"], channel=query.get("channel"),
+                               statuses=[query["status"]] if query.get("status") else None)
+        return Response({"data": [presenters.v1_search_result(m) for m in found.results],
+                         "pagination": {"page": found.number, "limit": query["limit"],
+                                        "hasMore": found.has_next}})
 
     @extend_schema(
         operation_id="v1_conversations_retrieve",

@@ -28,7 +28,7 @@ from core.work import EMAIL_SCHEDULE
 from tenants.models import User, UserStatus
 
 from .. import mail, scheduling
-from ..models import Conversation, EmailKind, EmailStatus, Meeting, OutboundEmail
+from ..models import Conversation, EmailKind, EmailStatus, Meeting, Note, OutboundEmail
 
 logger = logging.getLogger("salesagent.email")
 
@@ -41,7 +41,7 @@ SWEEP_BATCH = 200
 
 EMAIL_EVENTS = (EventType.MEETING_BOOKED, EventType.MEETING_RESCHEDULED,
                 EventType.MEETING_CANCELLED, EventType.CONVERSATION_HANDOFF,
-                EventType.CONVERSATION_ASSIGNED)
+                EventType.CONVERSATION_ASSIGNED, EventType.NOTE_CREATED)
 _HANDOFF_EVENTS = (EventType.CONVERSATION_HANDOFF, EventType.CONVERSATION_ASSIGNED)
 _VISITOR_KIND = {
     EventType.MEETING_BOOKED: EmailKind.MEETING_INVITATION,
@@ -81,11 +81,16 @@ def confirmation_queued(meeting_id: uuid.UUID) -> bool:
 # --- the subscriber -------------------------------------------------------------------------
 
 def emails_for_event(event: Event) -> None:
-    """In-transaction subscriber of the meeting events, ``conversation.handoff`` and
-    ``conversation.assigned``."""
+    """In-transaction subscriber of the meeting events, ``conversation.handoff``,
+    ``conversation.assigned`` and ``note.created``."""
     if not email_enabled():
         return
-    rendered = _handoff(event) if event.type in _HANDOFF_EVENTS else _meeting(event)
+    if event.type in _HANDOFF_EVENTS:
+        rendered = _handoff(event)
+    elif event.type == EventType.NOTE_CREATED:
+        rendered = _mentions(event)
+    else:
+        rendered = _meeting(event)
     emails_queue(event, rendered)
 
 
@@ -151,6 +156,23 @@ def _handoff(event: Event) -> list[mail.Rendered]:
     if not handoff:
         return []
     return [mail.handoff_email(user, facts["conversation"], handoff, user.tenant)]
+
+
+def _mentions(event: Event) -> list[mail.Rendered]:
+    """To each teammate a note mentions who wants these emails and is not online (their open
+    dashboard shows a toast at once, as for a handoff). The row keeps the note's lead and
+    conversation, so that an erasure of the person deletes it with them."""
+    facts = event.facts["note"]
+    if not facts.get("mentions"):
+        return []
+    note = (Note.objects.select_related("tenant", "author", "lead", "conversation__lead")
+            .filter(pk=facts["id"]).first())
+    if note is None:
+        return []
+    people = (User.objects.filter(pk__in=facts["mentions"], tenant_id=event.tenant_id)
+              .order_by("date_joined", "id"))
+    return [mail.mention_email(user, note) for user in people
+            if _wants(user, "email_on_mention") and user.status != UserStatus.ONLINE]
 
 
 def _row(event: Event, rendered: mail.Rendered) -> OutboundEmail:

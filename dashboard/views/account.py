@@ -53,6 +53,9 @@ class PreferencesForm(forms.Form):
                                           label="Email me when a meeting is booked with me")
     email_on_handoff = forms.BooleanField(
         required=False, label="Email me when a conversation is handed off to me")
+    email_on_mention = forms.BooleanField(
+        required=False, label="Email me when a teammate mentions me in a note (when I am not "
+                              "online: online, a notice shows on my open pages)")
 
 
 class CodeForm(forms.Form):
@@ -86,7 +89,8 @@ def _profile(request: HttpRequest, *, status: int = 200, **forms_given: Any) -> 
         "password_form": PasswordChangeForm(user),
         "preferences_form": PreferencesForm(initial={
             "takes_meetings": user.takes_meetings, "email_on_meeting": user.email_on_meeting,
-            "email_on_handoff": user.email_on_handoff}),
+            "email_on_handoff": user.email_on_handoff,
+            "email_on_mention": user.email_on_mention}),
         "availability_form": AvailabilityForm(initial=availability_initial(user, tenant)),
         "tenant_hours": tenant_hours(tenant), "tenant_timezone": tenant.meeting_timezone,
         "day_names": dict(DAYS),

@@ -80,8 +80,14 @@ def safe_next(request: HttpRequest, fallback: str) -> str:
 
 
 def query_without_page(request: HttpRequest, param: str = "page") -> str:
+    return query_without(request, param)
+
+
+def query_without(request: HttpRequest, *names: str) -> str:
+    """The page's query string without the parameters ``names``."""
     params = request.GET.copy()
-    params.pop(param, None)
+    for name in names:
+        params.pop(name, None)
     return params.urlencode()
 
 

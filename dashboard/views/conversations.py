@@ -1,13 +1,20 @@
-"""Conversations: transcripts, the handoffs assigned to me, and the human takeover (reply, hand
-back to the agent, close), with the transcript kept live by the conversation's event stream."""
+"""Conversations: the list (tabs, filters, search, unread markers), transcripts, the handoffs
+assigned to me, and the human takeover (reply, hand back to the agent, close), with the
+transcript kept live by the conversation's event stream. The inbox's own actions on a
+conversation (tags, notes, typing, read markers) are in ``inbox``."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
 
 from asgiref.sync import sync_to_async
 from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from conversations import live
@@ -16,12 +23,15 @@ from conversations import services as conversation_services
 from conversations.api.sse import event_stream_response, frame
 from conversations.models import Channel, ConversationStatus
 from core.timestamps import parse_timestamp
+from conversations.search import MAX_QUERY, excerpt
+from conversations.visitor import visitor_of
 from tenants import selectors as tenant_selectors
 from tenants.models import StaffAccessAction
 from tenants.services import record_staff_access
 
 from ..auth import dashboard_view, resolve_actor
-from .common import attempt, page_of, query_without_page
+from .common import attempt, page_of, query_without, query_without_page
+from .inbox import canned_for, note_rows, team_handles
 
 TRANSCRIPT_CAP = 500
 # Tab: its label and the statuses it lists (None: every status). "mine" also needs a person.
@@ -45,21 +55,77 @@ def _tab(request: HttpRequest) -> str:
     return tab
 
 
+def _page_number(request: HttpRequest) -> int:
+    try:
+        return max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        return 1
+
+
 @dashboard_view()
 def conversation_index(request: HttpRequest) -> HttpResponse:
+    """The list: a tab, a channel and a tag filter it; a search (``q``) lists the messages that
+    match, in the conversations the filters keep, newest first."""
     actor = request.actor
     tab = _tab(request)
     channel = request.GET.get("channel", "")
-    conversations = actor.read(conversation_selectors.conversation_queue, statuses=TABS[tab][1],
-                               assignee=actor.user if tab == "mine" else None,
-                               unassigned=tab == "unassigned",
-                               channel=channel if channel in Channel.values else None)
-    tabs = {key: label for key, (label, _) in TABS.items() if key != "mine" or actor.user is not None}
-    return render(request, "dashboard/conversations.html", {
-        "page": page_of(request, conversations),
-        "view": tab, "views": tabs, "channel": channel, "channels": Channel.choices,
+    tags = actor.read(conversation_selectors.tags, both_modes=True)
+    tag = next((t for t in tags if str(t.pk) == request.GET.get("tag")), None)
+    search = request.GET.get("q", "").strip()[:MAX_QUERY]
+    filters = {"statuses": TABS[tab][1], "assignee": actor.user if tab == "mine" else None,
+               "unassigned": tab == "unassigned",
+               "channel": channel if channel in Channel.values else None, "tag": tag}
+    tabs = {key: label for key, (label, _) in TABS.items()
+            if key != "mine" or actor.user is not None}
+    context = {
+        "view": tab, "views": tabs, "view_label": TABS[tab][0],
+        "channel": channel, "channels": Channel.choices,
+        "tags": tags, "tag": tag, "search": search,
+        # The tabs keep the other filters and the search; the pager keeps everything.
+        "filters": query_without(request, "view", "page"),
         "query": query_without_page(request), "section": "conversations",
-    })
+    }
+    if search:
+        found = actor.read(conversation_selectors.message_search, query=search,
+                           page=_page_number(request), **filters)
+        context["results"] = found
+        base = reverse("dashboard:conversations")
+        context["hits"] = [_hit(m, found.terms, base) for m in found.results]
+    else:
+        page = page_of(request, actor.read(conversation_selectors.conversation_queue,
+                                           reader=actor.user, **filters))
+        for row in page:
+            # Messages since the person last had it open (all of them if they never did).
+            row.unread = (max(0, row.message_count - (row.seen_count or 0))
+                          if actor.user is not None else 0)
+        context["page"] = page
+    return render(request, "dashboard/conversations.html", context)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result as the list shows it: computed here, so that the template's loop only
+    prints (a page of results renders in a fraction of the time of resolving each lookup)."""
+
+    url: str
+    visitor: str
+    status: str
+    status_label: str
+    tags: list[tuple[str, str]]
+    at: datetime
+    who: str
+    pieces: list
+
+
+STATUS_LABELS = dict(ConversationStatus.choices)
+
+
+def _hit(found, terms: list[str], base: str) -> Hit:
+    who = "Visitor" if found.role == "user" else (found.author_name or "Agent")
+    return Hit(url=f"{base}{found.conversation_id}/#m-{found.id}",
+               visitor=found.lead_label or "Anonymous visitor", status=found.status,
+               status_label=STATUS_LABELS.get(found.status, found.status), tags=found.tags,
+               at=found.created_at, who=who, pieces=excerpt(found.content, terms))
 
 
 class ReplyForm(forms.Form):
@@ -86,20 +152,35 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
                             conversation_id=conversation.pk, limit=TRANSCRIPT_CAP)
     mine = (actor.user is not None and conversation.status == ConversationStatus.HANDED_OFF
             and conversation.assigned_to_id == actor.user.pk)
+    if actor.user is not None:  # what they see now is read (docs/dashboard.md, "Inbox")
+        conversation_services.conversation_mark_read(conversation=conversation, user=actor.user)
+    team = actor.read(tenant_selectors.tenant_users, both_modes=True)
+    handles = team_handles(team)
+    tags = actor.read(conversation_selectors.tags, both_modes=True)
+    on = {t.pk for t in conversation.tags.all()}
+    now = timezone.now()
     return render(request, "dashboard/conversation_detail.html", {
         "conversation": conversation,
         "transcript": transcript,
         "truncated": conversation.message_count > len(transcript),
         "mine": mine,
         "reply_form": ReplyForm(),
-        "staff": (actor.read(tenant_selectors.tenant_users, both_modes=True)
-                  if actor.can_manage else []),
+        "staff": team if actor.can_manage else [],
         "handoff_context": (conversation.handoff or {}).get("context") or {},
         # The visitor's acceptance of the tenant's notice, its time as a time the page shows in
         # the reader's zone (docs/widget.md, "Consent").
         "consent": conversation.consent and {
             "version": conversation.consent["version"],
             "accepted_at": parse_timestamp(conversation.consent["acceptedAt"])},
+        "visitor": visitor_of(conversation, now=now),
+        "others": actor.read(conversation_selectors.visitor_conversations,
+                             conversation=conversation),
+        "conversation_tags": [t for t in tags if t.pk in on],
+        "other_tags": [t for t in tags if t.pk not in on],
+        "notes": note_rows(actor.read(conversation_selectors.conversation_notes,
+                                      conversation_id=conversation.pk), handles),
+        "handles": handles,
+        "canned": canned_for(actor, conversation, now=now) if mine else [],
         "section": "conversations",
     })
 

@@ -32,6 +32,7 @@ from tenants.services import record_staff_access
 from ..auth import dashboard_view
 from ..history import HISTORY_TYPES, lead_history, people
 from .common import PAGE_SIZE, attempt, query_without_page
+from .inbox import note_rows, team_handles
 
 STATUS_LABELS = dict(LeadStatus.choices)
 RESCHEDULE_CHOICES = 5
@@ -108,9 +109,17 @@ def lead_detail(request: HttpRequest, lead_id: str) -> HttpResponse:
         "meetings": _with_calendar_writes(actor, meetings),
         "free_slots": _free_slots(actor, meetings),
         "emails": actor.read(conversation_selectors.lead_emails, lead_id=lead.pk, limit=20),
+        **_notes(actor, lead),
         **_history(actor, lead),
         "section": "leads",
     })
+
+
+def _notes(actor, lead) -> dict:
+    """The notes on the lead and its conversations, and whom a new one may mention."""
+    handles = team_handles(actor.read(tenant_selectors.tenant_users, both_modes=True))
+    notes = actor.read(conversation_selectors.lead_notes, lead_id=lead.pk)
+    return {"notes": note_rows(notes, handles), "handles": handles}
 
 
 def _history(actor, lead) -> dict:

@@ -151,7 +151,8 @@
  *   - "presence" events set the status in the header; a "handoff" event (a conversation given
  *     to them) shows a toast linking to it, adds one to the count beside Conversations, plays a
  *     short tone when Sound is on (kept in localStorage), and raises a browser notification when
- *     the person allowed them (the "Notify me" button asks).
+ *     the person allowed them (the "Notify me" button asks); a "mention" event (a teammate's
+ *     note names them) shows a toast with the note's beginning and a link to it.
  */
 (function () {
   "use strict";
@@ -228,29 +229,30 @@
     });
   }
 
-  function toast(data) {
+  // A toast: its key (data-toast), a title, an optional line, and a link.
+  function toast(key, heading, detail, url, linkText) {
     var box = document.querySelector("[data-toasts]");
     if (!box) return;
     var item = document.createElement("div");
     item.className = "toast";
-    item.setAttribute("data-toast", data.conversation);
+    item.setAttribute("data-toast", key);
     var close = document.createElement("button");
     close.type = "button";
     close.setAttribute("aria-label", "Dismiss");
     close.textContent = "×";
     close.addEventListener("click", function () { item.remove(); });
     var title = document.createElement("div");
-    title.textContent = "New handoff: " + data.who;
+    title.textContent = heading;
     var link = document.createElement("a");
-    link.href = data.url;
-    link.textContent = "Open the conversation";
+    link.href = url;
+    link.textContent = linkText;
     item.appendChild(close);
     item.appendChild(title);
-    if (data.reason) {
-      var reason = document.createElement("div");
-      reason.className = "small";
-      reason.textContent = data.reason;
-      item.appendChild(reason);
+    if (detail) {
+      var line = document.createElement("div");
+      line.className = "small";
+      line.textContent = detail;
+      item.appendChild(line);
     }
     item.appendChild(link);
     box.appendChild(item);
@@ -270,10 +272,16 @@
   });
   stream.addEventListener("handoff", function (event) {
     var data = JSON.parse(event.data);
-    toast(data);
+    toast(data.conversation, "New handoff: " + data.who, data.reason, data.url, "Open the conversation");
     bumpUnread();
     if (soundOn()) tone();
     notify(data);
+  });
+  // A teammate mentioned this person in a note (docs/dashboard.md, "Inbox").
+  stream.addEventListener("mention", function (event) {
+    var data = JSON.parse(event.data);
+    toast(data.note, data.author + " mentioned you: " + data.about, data.excerpt, data.url, "Open the note");
+    if (soundOn()) tone();
   });
   window.addEventListener("pagehide", function () { stream.close(); });
 

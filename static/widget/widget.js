@@ -16,7 +16,7 @@
     tenant: script.getAttribute("data-tenant") || "",
     config: null, overrides: {}, isOpen: false, wantOpen: false, sending: false,
     visitorId: null, sessionId: null, status: null, controller: null, source: null,
-    retries: 0, seen: {}, talked: false, unread: 0, destroyed: false, deferred: []
+    retries: 0, seen: {}, talked: false, unread: 0, destroyed: false, deferred: [], typed: 0
   };
   ["position", "greeting", "title"].forEach(function (k) {
     var v = script.getAttribute("data-" + k);
@@ -476,8 +476,17 @@
       notice("You are chatting with our assistant again.");
     }
   }
+  // A person typing: shown for 6 s, or until their message.
+  function typing(name) {
+    untype();
+    log.appendChild(S.typing = el("div", { "class": "notice" }, name + " is typing…"));
+    scroll();
+    S.typingOff = later(untype, 6000);
+  }
+  function untype() { clearTimeout(S.typingOff); if (S.typing) S.typing.remove(); S.typing = null; }
   function onLiveMessage(m, replay) {
     if (S.seen[m.id]) return;
+    if (m.author) untype();
     if (!replay && (m.role !== "assistant" || !m.author)) return;  // the page already shows these
     S.seen[m.id] = 1;
     bubble(m.role, m.content, m.author);
@@ -503,6 +512,7 @@
     });
     src.addEventListener("message", function (e) { onLiveMessage(JSON.parse(e.data), false); });
     src.addEventListener("status", function (e) { onStatus(JSON.parse(e.data), false); });
+    src.addEventListener("typing", function (e) { var a = JSON.parse(e.data).author; if (a) typing(a.name); });
     src.onerror = function () {
       if (src.readyState !== 2 || S.source !== src) return;  // 2: closed for good; retry ourselves
       S.source = null;
@@ -555,6 +565,7 @@
     setSending(false);
     S.failed = false; S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
     badge.hidden = true;
+    untype();
     log.textContent = "";
   }
 
@@ -572,7 +583,14 @@
     send(text);
   });
   function grow() { input.style.height = "auto"; input.style.height = Math.min(input.scrollHeight, 120) + "px"; }
-  on(input, "input", grow);
+  // The person who has the conversation sees the visitor type.
+  on(input, "input", function () {
+    grow();
+    if (S.status === "handed_off" && input.value.trim() && Date.now() - S.typed > 2500) {
+      S.typed = Date.now();
+      fetch(BASE + "/api/chat/typing?" + q({ tenant: S.tenant, sessionId: S.sessionId, visitorId: S.visitorId }), { method: "POST", credentials: "omit" }).catch(function () {});
+    }
+  });
   on(input, "keydown", function (e) {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();

@@ -63,6 +63,7 @@ def test_every_dashboard_page_carries_the_policy(pages, manager, kit):
              "/dashboard/conversations/", f"/dashboard/conversations/{pages['conversation']}/",
              "/dashboard/knowledge/", "/dashboard/keys/", "/dashboard/webhooks/",
              "/dashboard/settings/", "/dashboard/settings/widget/preview/",
+             "/dashboard/settings/inbox/", "/dashboard/conversations/?view=all&q=hello",
              "/dashboard/calendar/", "/dashboard/analytics/", "/dashboard/profile/",
              "/dashboard/profile/two-factor/backup-codes/", "/dashboard/team/"]
     for path in paths:

@@ -25,8 +25,8 @@ def _routes(urlconf: str) -> list[str]:
 
 
 V1_ROUTES, LEGACY_ROUTES = _routes("config.urls_v1"), _routes("config.urls_legacy")
-PUBLIC = {"/api/health", "/api/chat", "/api/chat/stream", "/api/widget", "/api/admin/auth",
-          "/api/schema", "/api/v1/schema", "/api/v1/docs"}
+PUBLIC = {"/api/health", "/api/chat", "/api/chat/stream", "/api/chat/typing", "/api/widget",
+          "/api/admin/auth", "/api/schema", "/api/v1/schema", "/api/v1/docs"}
 
 
 def test_every_route_is_walked():

@@ -19,6 +19,7 @@ import dashboard
 from agent.services import agent_test_set_create
 from apikeys.services import api_key_create
 from conversations.models import Conversation
+from conversations.services import canned_reply_create, conversation_tag_add, note_create, tag_create
 from dashboard.auth import Actor
 from knowledge.services import document_create
 from tenants.services import agent_phrasing_add, tenant_set_allowed_origins, user_create
@@ -107,6 +108,13 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
                                            "expect_decision": ""}])
     tenant_set_allowed_origins(tenant=kit.tenant, origins=["https://marker.example"])
     agent_phrasing_add(tenant=kit.tenant, decision="person", text="marker night shift phrasing")
+    tag = tag_create(tenant=kit.tenant, name="Marker tag")
+    conversation_tag_add(conversation=conversation, tag=tag, user=manager)
+    canned_reply_create(tenant=kit.tenant, shortcut="marker-reply", content="Marker canned text")
+    note_create(tenant=kit.tenant, livemode=True, author=manager, conversation=conversation,
+                content="Marker note on the conversation")
+    note_create(tenant=kit.tenant, livemode=True, author=manager, lead=lead,
+                content="Marker note on the lead")
     delivery = Delivery.objects.get(tenant=kit.tenant, subscription__isnull=False)
     # The staff access audit names both by id on the Privacy page.
     signed_in(manager).get(f"/dashboard/leads/{lead.pk}/")
@@ -119,17 +127,18 @@ def live_rows(api, kit, manager, settings, monkeypatch, django_capture_on_commit
                  "Marker tests", str(test_set.pk)],
         # The tenant's own, whichever mode is shown: only strangers must not see these.
         "tenant": ["Marker key", "https://marker.example", kit.tenant.public_id, manager.email,
-                   "marker night shift phrasing"],
+                   "marker night shift phrasing", "Marker tag", "marker-reply"],
     }
 
 
 LISTS = ["/dashboard/", "/dashboard/leads/", "/dashboard/leads/?q=marker",
          "/dashboard/leads/?source=form", "/dashboard/conversations/?view=all",
+         "/dashboard/conversations/?view=all&q=human",
          "/dashboard/conversations/?view=handed_off", "/dashboard/webhooks/",
          "/dashboard/knowledge/", "/dashboard/analytics/", "/dashboard/agent-tests/",
          "/dashboard/privacy/"]
 TENANT_PAGES = ["/dashboard/keys/", "/dashboard/settings/", "/dashboard/settings/widget/preview/",
-                "/dashboard/team/"]
+                "/dashboard/team/", "/dashboard/settings/inbox/"]
 ROWS = ["/dashboard/leads/{lead}/", "/dashboard/conversations/{conversation}/",
         "/dashboard/conversations/{conversation}/events/",
         "/dashboard/webhooks/deliveries/{delivery}/", "/dashboard/agent-tests/{test_set}/"]

@@ -9,10 +9,12 @@ import pytest
 from analytics.models import VisitorDay
 from calendars import services as calendars
 from calendars.models import MeetingCalendarWrite
-from conversations.models import Conversation, Meeting, OutboundEmail
+from conversations.models import Conversation, ConversationTag, Meeting, Note, OutboundEmail
+from conversations.services import conversation_tag_add, note_create, tag_create
 from core.models import Event
 from leads.models import Lead, LeadSearch, LeadSearchWord
 from privacy.models import Erasure
+from tenants.services import user_create
 from tests.chat_helpers import chat, take
 from tests.factories import make_lead
 from tests.fakes.radicale import USERS
@@ -63,6 +65,16 @@ def world(api, kit, stranger, rep, radicale, local_calendars, send_emails, recei
     assert calendars.calendar_write_attempt(meeting_id=meeting.pk).href
     for delivery_id in deliveries:
         webhooks.delivery_attempt(delivery_id=delivery_id)
+    # The staff's notes on Sam (one mentions a teammate, who is emailed) and a tag.
+    user_create(tenant=kit.tenant, email="nora@acme.test", first_name="Nora")
+    conversation = Conversation.objects.get(pk=sid[5:])
+    note_create(tenant=kit.tenant, livemode=True, author=rep, conversation=conversation,
+                content=f"@nora Sam Quill ({EMAIL}) wants the orbital telescope")
+    note_create(tenant=kit.tenant, livemode=True, author=rep, lead=meeting.lead,
+                content=f"Sam Quill, {PHONE}, decides")
+    conversation_tag_add(conversation=conversation, tag=tag_create(tenant=kit.tenant, name="Space"),
+                         user=rep)
+    assert OutboundEmail.objects.filter(kind="mention", to="nora@acme.test").exists()
 
     alice = make_lead(kit, email="alice@example.com", name="Alice Example")
     chat(api, kit, "I'm Alice, alice@example.com, pricing please?", visitor="visitor-alice")
@@ -116,6 +128,8 @@ def test_erasure_by_email_leaves_no_trace(api, kit, world, radicale):
     with pytest.raises(Exception, match="404|Not Found|NotFound"):
         radicale.calendar().get_event_by_uid(str(world["meeting"].pk))
     assert not MeetingCalendarWrite.objects.exists()
+    assert not Note.objects.filter(tenant=kit.tenant).exists()
+    assert not ConversationTag.objects.filter(tenant=kit.tenant).exists()
     assert not LeadSearchWord.objects.filter(tenant=kit.tenant, livemode=True,
                                              word__in=["QUILL", "UMBRELLA"]).exists()
     # What stays: the events with ids, the lead.deleted event, the counts, an audit line.

@@ -1,12 +1,13 @@
-"""The widget's public endpoints on the legacy surface: its configuration (``GET /api/widget``)
-and the long-lived stream of a chat session (``GET /api/chat/stream``) that brings a human
-rep's reply to the visitor's open widget."""
+"""The widget's public endpoints on the legacy surface: its configuration (``GET /api/widget``),
+the long-lived stream of a chat session (``GET /api/chat/stream``) that brings a human rep's
+reply to the visitor's open widget, and the visitor's typing (``POST /api/chat/typing``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.http import HttpResponse
 from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
@@ -23,7 +24,7 @@ from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
 from conversations import live
 from conversations.api.sse import event_schema, event_stream_response, frame
-from conversations.models import Conversation
+from conversations.models import Conversation, ConversationStatus
 from core.errors import NotFound
 from tenants.cors import widget_origin_check
 from tenants.models import Tenant
@@ -177,10 +178,11 @@ class ChatStreamView(PublicLegacyAPIView):
         parameters=[StreamQuery],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
-                event_schema(("session", "message", "status")),
+                event_schema(("session", "message", "status", "typing")),
                 description="text/event-stream: `session` {sessionId, status, agent, messages} "
-                            "first, then `message` {id, role, content, author, createdAt} and "
-                            "`status` {status, agent} as they happen (docs/widget.md)."),
+                            "first, then `message` {id, role, content, author, createdAt}, "
+                            "`status` {status, agent} and `typing` {role, author} as they "
+                            "happen (docs/widget.md)."),
             **legacy_errors(400, 404, public=True),
         },
     )
@@ -202,3 +204,37 @@ async def _frames(conversation_id):
     async for item in live.listen(conversation_id, snapshot=lambda: snapshot(conversation_id)):
         yield b": keep-alive\n\n" if item is None else frame(*item)
 
+
+
+class TypingView(PublicLegacyAPIView):
+    """``POST /api/chat/typing?tenant=&sessionId=&visitorId=``: the visitor is typing. Passed on
+    to the person who has the conversation (``conversations.live.typing``), only while it is
+    handed off; nothing is stored. The widget sends it at most every few seconds while its box
+    changes; without a body, so that a browser sends it without a CORS preflight."""
+
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
+
+    @extend_schema(
+        operation_id="legacy_chat_typing",
+        auth=[],
+        request=None,
+        parameters=[StreamQuery],
+        responses={204: OpenApiResponse(description="Taken (passed on while a person has the "
+                                                    "conversation)."),
+                   **legacy_errors(400, 404, public=True)},
+    )
+    def post(self, request):
+        query = parse_query(request, StreamQuery)
+        tenant = tenant_by_public_id(query["tenant"])
+        status = tenant and (Conversation.objects
+                             .filter(pk=query["sessionId"], tenant=tenant, livemode=True,
+                                     visitor_id=query["visitorId"])
+                             .values_list("status", flat=True).first())
+        if not status:
+            raise NotFound("No such chat session for this visitor.")
+        if status == ConversationStatus.HANDED_OFF:
+            live.typing(query["sessionId"], role="user")
+        return HttpResponse(status=204)

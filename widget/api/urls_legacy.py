@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from .legacy import ChatStreamView, WidgetConfigView
+from .legacy import ChatStreamView, TypingView, WidgetConfigView
 
 urlpatterns = [
     path("chat/stream", ChatStreamView.as_view(), name="legacy-chat-stream"),
+    path("chat/typing", TypingView.as_view(), name="legacy-chat-typing"),
     path("widget", WidgetConfigView.as_view(), name="legacy-widget"),
 ]
