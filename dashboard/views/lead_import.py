@@ -117,7 +117,9 @@ def lead_import_detail(request: HttpRequest, import_id: str) -> HttpResponse:
     form = MappingForm(request.POST or None, lead_import=lead_import)
     status = 200
     mapping, duplicates = lead_import.mapping, ImportDuplicates.UPDATE
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not form.is_valid():
+        status = 400
+    elif request.method == "POST":
         mapping, duplicates = form.mapping(), form.cleaned_data["duplicates"]
         try:
             imports.mapping_clean(headers=lead_import.headers, mapping=mapping)

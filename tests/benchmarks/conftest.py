@@ -61,7 +61,8 @@ class BareServer:
 def service_server(bench_database) -> Iterator[str]:
     """daphne as ``make run`` serves (``--no-server-name config.asgi:application``), with
     production settings (DEBUG off, behind a proxy that terminates TLS), on the benchmark
-    database and Redis. Yields its base URL; send ``harness.PROXY_HEADERS`` with every request."""
+    database and Redis. Yields its base URL (a ``tests.live.Server``, which also knows its
+    process); send ``harness.PROXY_HEADERS`` with every request."""
     redis_url = os.environ.get("REDIS_URL")
     if not redis_url:
         pytest.skip("make bench needs Redis: set REDIS_URL (the Makefile's default is "
@@ -73,7 +74,7 @@ def service_server(bench_database) -> Iterator[str]:
         "PYTHONUNBUFFERED": "1",
     }
     with daphne(env) as server:
-        yield str(server)
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -66,3 +66,21 @@ def test_the_status_filter_offers_and_finds_every_stored_status(manager, kit, se
         assert rows(page) == 1 and "1 in all" in page, status
         assert f"{status}@initech.example" in page and f'<span class="pill {status}">{label}<' in page
         assert f'<option value="{status}" selected>{label}</option>' in page
+
+
+@pytest.mark.parametrize("search", ["", "q=globex&"], ids=["list", "search"])
+@pytest.mark.parametrize("sort, expected", [
+    ("newest", ["c", "b", "a"]), ("oldest", ["a", "b", "c"]), ("score", ["b", "c", "a"]),
+    ("updated", ["a", "c", "b"]),
+])
+def test_the_order_applies_to_the_list_and_to_a_search(manager, kit, search, sort, expected):
+    from leads.services import lead_update
+
+    made = {name: make_lead(kit, email=f"{name}@globex.example", company="Globex")
+            for name in ("a", "b", "c")}
+    lead_update(lead=made["b"], changes={"score": 90})
+    lead_update(lead=made["c"], changes={"score": 40})
+    lead_update(lead=made["a"], changes={"name": "Ann"})  # the last one updated
+    page = signed_in(manager).get(f"/dashboard/leads/?{search}sort={sort}").content.decode()
+    ids = re.findall(r'href="/dashboard/leads/([0-9a-f-]{36})/"', page)
+    assert ids == [str(made[name].pk) for name in expected]
