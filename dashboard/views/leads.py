@@ -379,8 +379,8 @@ def _refuse_edit(form: LeadEditForm, refused: ServiceError) -> None:
 def lead_export(request: HttpRequest, lead_id: str) -> HttpResponse:
     """Everything stored about the person behind the lead, as the API's export, to download."""
     lead = request.actor.get(lead_selectors.lead_get, lead_id=lead_id)
-    document = privacy_services.person_export(tenant=lead.tenant, livemode=lead.livemode,
-                                              kind=SubjectKind.LEAD, value=str(lead.pk))
+    document = request.actor.read(privacy_services.person_export, kind=SubjectKind.LEAD,
+                                  value=str(lead.pk))
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False),
                             content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="lead_{lead.pk.hex}.json"'
