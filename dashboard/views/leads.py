@@ -126,7 +126,7 @@ def lead_index(request: HttpRequest) -> HttpResponse:
         "query": query_without_page(request), "section": "leads",
         "filters": filters, "filter_query": filter_query, "view": view,
         "views": actor.read(lead_selectors.saved_views, both_modes=True, user=actor.user),
-        "team": [user for user in team if user.is_active],
+        "team": team,
         "bulk_actions": BulkAction.choices, "statuses": LeadStatus.choices,
         "sync_limit": bulk.SYNC_LIMIT,
     })
