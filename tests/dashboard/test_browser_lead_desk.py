@@ -3,13 +3,18 @@ and a real Celery worker on the embedded default (no eager tasks): a bulk action
 matching a search, chosen with "select all on this page" and then "all N matching", and a CSV
 import from its preview (the mapping guessed and changed, the rows' fates shown) to its result,
 which the page follows through the status endpoint while the worker imports. Screenshots with
-``SCREENSHOTS=1`` (``make screenshots``)."""
+``SCREENSHOTS=1`` (``make screenshots``). And, on the same server, the CSV export to a client
+that stops reading: daphne's memory stays as it was."""
 
 from __future__ import annotations
 
 import json
 import re
+import socket
+import time
+from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.browser import browser, screenshot
@@ -38,7 +43,20 @@ lead_create(tenant=tenant, livemode=True, email="ivy@initech.example", name="Ivy
 for size in ("desktop", "phone"):
     lead_create(tenant=tenant, livemode=True, email="olga.%s@initech.example" % size,
                 name="Olga", company="Initech", tags=["customer"])
+# Another tenant with 25 MB of leads to export (written around the services: only their
+# rows matter to an export).
+from leads.models import Lead
+from tenants.services import tenant_create
+big, _ = tenant_create(name="Bulk Co")
+user_create(tenant=big, email="max@bulk.test", first_name="Max", role="manager",
+            password={password!r})
+notes = {{"notes": "x" * 1600}}
+Lead.objects.bulk_create(
+    (Lead(tenant=big, livemode=True, email="lead%d@bulk.example" % i,
+          name="Lead number %d of a long export" % i, company="Bulk", custom_fields=notes)
+     for i in range({big_leads})), batch_size=5000)
 """
+BIG_LEADS = 15_000
 
 SIZES = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
@@ -49,7 +67,8 @@ def stack(tmp_path_factory):
     env = {**EMBEDDED, "VAR_DIR": str(var), "CELERY_TASK_ALWAYS_EAGER": None}
     manage("migrate", "--noinput", env=env)
     acme = json.loads(manage("create_tenant", "Acme", "--json", env=env))
-    manage("shell", "-c", SETUP.format(tenant=acme["tenant"]["id"], password=PASSWORD), env=env)
+    manage("shell", "-c", SETUP.format(tenant=acme["tenant"]["id"], password=PASSWORD,
+                                       big_leads=BIG_LEADS), env=env)
     with browser() as chromium, daphne(env) as base, \
             celery_worker(env, var / "worker.log") as worker:
         yield {"base": base, "browser": chromium, "worker": worker, "log": var / "worker.log"}
@@ -152,3 +171,36 @@ def test_an_import_from_its_preview_to_its_result(stack, page, tmp_path):
     rows = page.locator("tbody tr").all_inner_texts()
     assert any(f"ann.{size}@hooli.example" in row for row in rows)
     assert not any(f"olga.{size}@" in row for row in rows)  # updated, still from its own source
+
+
+def _rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_a_slow_client_is_sent_the_export_no_faster_than_it_reads(stack):
+    """daphne keeps what the socket cannot take in memory: the export is paced by Twisted's
+    producer protocol (config/handlers.py, ``_paced``), so a client that stops reading leaves
+    the server's memory as it was, not 25 MB fuller (18 MB fuller without the pacing)."""
+    base = stack["base"]
+    with httpx.Client(base_url=base) as client:
+        client.get("/dashboard/login/")
+        client.post("/dashboard/login/", data={
+            "username": "max@bulk.test", "password": PASSWORD,
+            "csrfmiddlewaretoken": client.cookies["csrftoken"]})
+        session = client.cookies["sessionid"]
+        whole = client.get("/dashboard/leads/export/").content  # warms the server up
+    assert len(whole) > 25_000_000 and whole.count(b"\n") == BIG_LEADS + 1
+    before = _rss_mb(base.process.pid)
+    with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1]))) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.sendall(f"GET /dashboard/leads/export/ HTTP/1.1\r\nHost: {base[7:]}\r\n"
+                     f"Cookie: sessionid={session}\r\nConnection: close\r\n\r\n".encode())
+        received = sock.recv(65536)
+        time.sleep(3)  # the client reads nothing; the database could send it all meanwhile
+        grown = _rss_mb(base.process.pid) - before
+        while chunk := sock.recv(1 << 20):
+            received += chunk
+    assert grown < 8, f"the server's memory grew by {grown:.1f} MB for a client that waited"
+    assert received.count(b"\n") > BIG_LEADS  # all of it arrived in the end

@@ -134,3 +134,4 @@ def test_under_asgi_the_same_file_streams_in_chunks(kit, manager, leads, api, mo
     assert len(_rows(response.content)) == 4
     # Django gathers a synchronous iterator into one list under ASGI, and says so.
     assert not [w for w in recwarn if "iterators" in str(w.message)]
+
