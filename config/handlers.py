@@ -21,7 +21,8 @@ makes four round trips or more (the signal, the view, its rendering, each middle
 must not run on the event loop, the close), each between the loop and the thread, about
 0.12 ms, more on a contended machine; here there is one. Async views and requests for
 a stream (``Accept: text/event-stream``) keep Django's path. A streamed response from a sync
-view is sent until it ends or the client leaves, as Django does.
+view is sent until it ends or the client leaves, as Django does, and no faster than the client
+reads it (``_paced``: daphne would otherwise keep what the socket cannot take in memory).
 
 Whatever its framing, a body is read whole and at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` of it is
 kept: a larger one, with a Content-Length or ``Transfer-Encoding: chunked``, is answered 413 in
