@@ -21,7 +21,8 @@ makes four round trips or more (the signal, the view, its rendering, each middle
 must not run on the event loop, the close), each between the loop and the thread, about
 0.12 ms, more on a contended machine; here there is one. Async views and requests for
 a stream (``Accept: text/event-stream``) keep Django's path. A streamed response from a sync
-view is sent until it ends or the client leaves, as Django does.
+view is sent until it ends or the client leaves, as Django does, and no faster than the client
+reads it (``_paced``: daphne would otherwise keep what the socket cannot take in memory).
 
 Whatever its framing, a body is read whole and at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` of it is
 kept: a larger one, with a Content-Length or ``Transfer-Encoding: chunked``, is answered 413 in
@@ -161,15 +162,72 @@ class PooledASGIHandler(ASGIHandler):
 
     async def _send_until_disconnect(self, response, send, receive) -> None:
         """A stream is sent until it ends or the client leaves, as Django's handler does: a
-        departure cancels the sending, which closes the stream's generator."""
-        sending = asyncio.create_task(self.send_response(response, send))
+        departure cancels the sending, which closes the stream's generator. It is sent no
+        faster than the client reads it (``_paced``)."""
+        paced, release = _paced(send)
+        sending = asyncio.create_task(self.send_response(response, paced))
         listening = asyncio.create_task(self.listen_for_disconnect(receive))
-        await asyncio.wait([sending, listening], return_when=asyncio.FIRST_COMPLETED)
-        for task in (listening, sending):
-            if not task.done():
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, RequestAborted):
-                await task
+        try:
+            await asyncio.wait([sending, listening], return_when=asyncio.FIRST_COMPLETED)
+            for task in (listening, sending):
+                if not task.done():
+                    task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, RequestAborted):
+                    await task
+        finally:
+            release()
+
+
+class _Pacer:
+    """A Twisted push producer (``IPushProducer``) for one streamed response: daphne's HTTP
+    channel pauses it while the socket's send buffer is full and resumes it once drained."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.ready.set()
+
+    def pauseProducing(self) -> None:  # noqa: N802 - Twisted's interface
+        self.ready.clear()
+
+    def resumeProducing(self) -> None:  # noqa: N802
+        self.ready.set()
+
+    def stopProducing(self) -> None:  # noqa: N802
+        self.ready.set()
+
+
+def _paced(send):
+    """``send``, waiting before each chunk of a body while the client has not taken the last
+    ones, and a function that ends the pacing.
+
+    daphne hands a body's chunks to Twisted, which keeps what the socket cannot take yet in
+    memory, without a word to the application: a client slower than the database (a phone, a
+    long CSV export) would leave the whole stream in the server's memory. Twisted tells a
+    producer registered on the request when its buffer is full and when it has drained; daphne
+    registers none, so this does, on the request that daphne's ``send`` is bound to (``send``
+    is ``functools.partial(server.handle_reply, request)``). Under any other server (the tests'
+    in-process client), ``send`` is returned as it is."""
+    request = next(iter(getattr(send, "args", ())), None)
+    if not callable(getattr(request, "registerProducer", None)) or getattr(
+            request, "producer", None) is not None:
+        return send, lambda: None
+    pacer = _Pacer()
+    request.registerProducer(pacer, True)
+
+    def release() -> None:
+        # Before the request finishes (Twisted logs a producer left registered), and once the
+        # connection is gone (the request has no channel any more).
+        if request.producer is pacer and getattr(request, "channel", None) is not None:
+            request.unregisterProducer()
+
+    async def paced(message) -> None:
+        if message["type"] == "http.response.body":
+            await pacer.ready.wait()
+            if not message.get("more_body", False):
+                release()
+        await send(message)
+
+    return paced, release
 
 
 def _close(response, body_file) -> None:

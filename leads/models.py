@@ -235,3 +235,167 @@ class LeadSearchWord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.word}: {self.count}"
+
+
+class LeadSort(models.TextChoices):
+    """The orders of the staff's list of leads (and of its saved views and exports)."""
+
+    NEWEST = "newest", "Newest first"
+    OLDEST = "oldest", "Oldest first"
+    UPDATED = "updated", "Recently updated"
+    SCORE = "score", "Highest score"
+
+
+class SavedView(models.Model):
+    """A named filter and sort of the staff's list of leads: the search, status, source and
+    order of the list, kept under a name by one member of the staff (``owner``; None: the
+    admin token) for themselves, or ``shared`` with the whole team.
+
+    A view belongs to the tenant, not to a mode: the same filter reads live or test data,
+    whichever the dashboard shows."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=80)
+    shared = models.BooleanField(default=False)
+    q = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=12, choices=LeadStatus.choices, blank=True)
+    source = models.CharField(max_length=10, choices=LeadSource.choices, blank=True)
+    sort = models.CharField(max_length=10, choices=LeadSort.choices, default=LeadSort.NEWEST)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["tenant", "name"], name="saved_view_tenant")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobStatus(models.TextChoices):
+    """Where an import or a bulk action stands."""
+
+    UPLOADED = "uploaded", "Waiting for its mapping"  # imports only
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class BulkAction(models.TextChoices):
+    STATUS = "status", "Set status"
+    OWNER = "owner", "Assign to"
+    TAG_ADD = "tag_add", "Add tag"
+    TAG_REMOVE = "tag_remove", "Remove tag"
+    DELETE = "delete", "Delete"
+
+
+class LeadBulkJob(models.Model):
+    """A bulk action on more leads than a request should change (``leads.bulk``): the action,
+    the filter that chose the leads (the list's search, status and source), and how far the
+    Celery task got. The task walks the matching leads newest first from ``after_created_at``
+    and ``after_id`` (the last lead it finished), so a task run again goes on where the last one
+    stopped. The filter is emptied when the job ends: a search term may name a person."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    requested_by = models.CharField(max_length=200)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=12, choices=BulkAction.choices)
+    value = models.CharField(max_length=100, blank=True)  # a stored status, a user id, a tag
+    filters = models.JSONField(default=dict, blank=True)  # {"q", "status", "source"}
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    processed = models.PositiveIntegerField(default=0)
+    changed = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)  # the first refusal, or why it failed
+    after_created_at = models.DateTimeField(null=True, blank=True)
+    after_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "livemode", "created_at"], name="lead_bulk_job_recent"),
+            models.Index(fields=["status", "updated_at"], name="lead_bulk_job_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} on {self.total} leads ({self.status})"
+
+
+class ImportDuplicates(models.TextChoices):
+    """What an import does with a row whose address is an existing lead's."""
+
+    UPDATE = "update", "Update the existing lead"
+    SKIP = "skip", "Skip the row"
+
+
+class LeadImport(models.Model):
+    """A CSV file of leads being imported (``leads.imports``): its header, the mapping of its
+    columns to lead fields, what to do with addresses that exist, and how far the Celery task
+    got. The rows themselves wait in ``LeadImportRow`` until they are imported. ``errors`` are
+    ``{row, column, message}``, never a cell's value."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    requested_by = models.CharField(max_length=200)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    file_name = models.CharField(max_length=200)
+    headers = models.JSONField(default=list)
+    mapping = models.JSONField(default=list)  # one target per column ("" ignores it)
+    duplicates = models.CharField(max_length=6, choices=ImportDuplicates.choices,
+                                  default=ImportDuplicates.UPDATE)
+    status = models.CharField(max_length=10, choices=JobStatus.choices,
+                              default=JobStatus.UPLOADED)
+    total = models.PositiveIntegerField(default=0)
+    processed = models.PositiveIntegerField(default=0)
+    position = models.PositiveIntegerField(default=0)  # the number of the last row read
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    error = models.CharField(max_length=300, blank=True)  # why the whole import failed
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "livemode", "created_at"], name="lead_import_recent"),
+            models.Index(fields=["status", "updated_at"], name="lead_import_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_name} ({self.status})"
+
+
+class LeadImportRow(models.Model):
+    """One row of an uploaded file, as its cells, until the import has read it: the task
+    deletes each batch of rows once imported, so a finished import keeps none. ``number`` is
+    the row's line in the file's terms (the header is row 1)."""
+
+    lead_import = models.ForeignKey(LeadImport, on_delete=models.CASCADE, related_name="rows")
+    number = models.PositiveIntegerField()
+    cells = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["lead_import", "number"], name="lead_import_row_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"row {self.number} of {self.lead_import_id}"

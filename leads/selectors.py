@@ -15,16 +15,29 @@ from typing import Any
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import Count, Q, Value
+from django.db.models import BooleanField, Count, Q, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Lower
 
 from core.pagination import Page
 from core.sql import execute_with_values, fetch_all, fetch_one, iso_timestamp_sql, prepared_cursor
 from core.sql import quote as _q
-from tenants.models import Tenant
+from tenants.models import Tenant, User
 
 from . import search
-from .models import Lead, LeadCount, LeadDailyCount, LeadScoreCount, LeadSearch, LeadUpdatedDayCount
+from .models import (
+    Lead,
+    LeadBulkJob,
+    LeadCount,
+    LeadDailyCount,
+    LeadImport,
+    LeadImportRow,
+    LeadScoreCount,
+    LeadSearch,
+    LeadSort,
+    LeadUpdatedDayCount,
+    SavedView,
+)
 from .presenters import COLUMNS, TIMESTAMPS
 from .text import custom_fields_text
 from .vocabulary import stored_for_v1_filter, v1_status
@@ -294,7 +307,7 @@ def lead_search(
       for the total.
     """
     offset = (page - 1) * limit
-    if not (status or stored_status or source):
+    if not (status or stored_status or source) and order_by[0] in _WALKED_ORDERS:
         walked = _walked_page(tenant=tenant, livemode=livemode, q=q, fields=fields,
                               order_by=order_by, columns=columns, page=page, limit=limit)
         if walked is not None:
@@ -311,6 +324,12 @@ def lead_search(
     if not rows and offset:
         total = int(fetch_one(f"SELECT COUNT(*) FROM ({inner_sql}) AS matches", params)[0])
     return Page(items=rows, page=page, limit=limit, total=total)
+
+
+# The orders a walk of the search rows can follow: their own sort indexes, descending.
+_WALKED_ORDERS = ("-last_active_at", "-created_at")
+# The sort keys the search rows carry beside their text; any other is read from the lead.
+_SEARCH_ROW_KEYS = ("created_at", "last_active_at")
 
 
 def _walked_page(*, tenant: Tenant, livemode: bool, q: str, fields: tuple[str, ...],
@@ -404,8 +423,20 @@ def _search_matches(*, tenant: Tenant, livemode: bool, q: str, fields: tuple[str
         table, id_column = _q(LeadSearch._meta.db_table), '"lead_id"'
     where.append(condition)
     params += condition_params
-    selected = ", ".join([f'{id_column} AS "id"', *(_q(_DB_COLUMNS[key]) for key in keys)])
+    selected = ", ".join([f'{id_column} AS "id"',
+                          *(_sort_key(key, table, id_column) for key in keys)])
     return f"SELECT {selected} FROM {table} WHERE {' AND '.join(where)}", params
+
+
+def _sort_key(key: str, table: str, id_column: str) -> str:
+    """A sort key of the matches: a column of the search rows, or else the lead's own, read
+    for each match by its primary key (the staff's list sorted by score or by update)."""
+    column = _q(_DB_COLUMNS[key])
+    if table == _q(Lead._meta.db_table) or key in _SEARCH_ROW_KEYS:
+        return column
+    leads = _q(Lead._meta.db_table)
+    return (f"(SELECT {leads}.{column} FROM {leads} WHERE {leads}.\"id\" = "
+            f"{table}.{id_column}) AS {column}")
 
 
 def _lead_columns_condition(q: str, fields: tuple[str, ...]) -> tuple[str, list[Any]]:
@@ -470,6 +501,16 @@ def lead_conversation_count(lead: Lead) -> int:
 
 # --- the staff dashboard ---------------------------------------------------------------------
 
+# The staff's orders (``LeadSort``): the list's sort column and direction, and the same order
+# for a search.
+SORTS: dict[str, tuple[str, bool, tuple[str, str]]] = {
+    LeadSort.NEWEST: ("createdAt", True, ("-created_at", "-id")),
+    LeadSort.OLDEST: ("createdAt", False, ("created_at", "id")),
+    LeadSort.UPDATED: ("updatedAt", True, ("-updated_at", "-id")),
+    LeadSort.SCORE: ("score", True, ("-score", "-id")),
+}
+
+
 def lead_find(
     *,
     tenant: Tenant,
@@ -477,21 +518,72 @@ def lead_find(
     q: str = "",
     stored_status: str | None = None,
     source: str | None = None,
+    sort: str = LeadSort.NEWEST,
     page: int = 1,
     limit: int = 25,
 ) -> Page:
-    """The tenant's leads in this mode, newest first, one page of ``COLUMNS`` rows: a search of
-    name, email, company and custom fields when ``q`` is given, else the list (the staff
-    dashboard's). ``stored_status`` (one stored status, not a surface's word) and ``source``
-    filter the query itself, so pages are full and the total counts only the matching leads."""
+    """The tenant's leads in this mode in the order ``sort`` names (a ``LeadSort``), one page
+    of ``COLUMNS`` rows: a search of name, email, company and custom fields when ``q`` is
+    given, else the list (the staff dashboard's). ``stored_status`` (one stored status, not a
+    surface's word) and ``source`` filter the query itself, so pages are full and the total
+    counts only the matching leads."""
     q = q.strip()
+    sort_by, descending, order_by = SORTS[sort]
     if not q:
         return lead_list(tenant=tenant, livemode=livemode,
                          filters=LeadFilters(stored_status=stored_status, source=source),
-                         page=page, limit=limit)
+                         sort_by=sort_by, descending=descending, page=page, limit=limit)
     return lead_search(tenant=tenant, livemode=livemode, q=q, fields=V1_SEARCH_FIELDS,
                        stored_status=stored_status, source=source, columns=COLUMNS,
-                       order_by=("-created_at", "-id"), page=page, limit=limit)
+                       order_by=order_by, page=page, limit=limit)
+
+
+def staff_filter_sql(*, tenant: Tenant, livemode: bool, q: str = "",
+                     stored_status: str | None = None,
+                     source: str | None = None) -> tuple[list[str], list[Any]]:
+    """The conditions (on the lead table's columns, unqualified) and parameters that choose the
+    leads ``lead_find`` lists for the same filters: the CSV export and the bulk actions on "all
+    the leads matching the filter" act on exactly the leads the staff saw counted."""
+    where, params = _lead_where(tenant, livemode,
+                                LeadFilters(stored_status=stored_status, source=source))
+    q = q.strip()
+    if not q:
+        return where, params
+    if search.needs_lead_columns(q):
+        condition, condition_params = _lead_columns_condition(q, V1_SEARCH_FIELDS)
+        return [*where, condition], [*params, *condition_params]
+    scope, scope_params = _scope(tenant, livemode)
+    condition, condition_params = search.match_condition(q, with_custom_fields=True)
+    where.append(f'"id" IN (SELECT "lead_id" FROM {_q(LeadSearch._meta.db_table)} '
+                 f"WHERE {' AND '.join([*scope, condition])})")
+    return where, [*params, *scope_params, *condition_params]
+
+
+def lead_batch_matching(*, tenant: Tenant, livemode: bool, q: str = "",
+                        stored_status: str | None = None, source: str | None = None,
+                        after: tuple[datetime, uuid.UUID] | None = None,
+                        limit: int = 100) -> list[Lead]:
+    """The next ``limit`` of the leads ``lead_find`` lists for these filters, newest first,
+    from after the lead ``after`` names (its creation time and id): the batches of a bulk
+    action. Walking by the key rather than by page keeps its place while the action moves
+    leads out of the filter (a status set on leads filtered by status)."""
+    where, params = staff_filter_sql(tenant=tenant, livemode=livemode, q=q,
+                                     stored_status=stored_status, source=source)
+    leads = Lead.objects.filter(tenant=tenant, livemode=livemode).filter(
+        RawSQL(" AND ".join(f"({condition})" for condition in where), params,
+               output_field=BooleanField()))
+    if after is not None:
+        created_at, lead_id = after
+        leads = leads.filter(Q(created_at__lt=created_at) | Q(created_at=created_at,
+                                                               id__lt=lead_id))
+    return list(leads.order_by("-created_at", "-id")[:limit])
+
+
+def leads_of(*, tenant: Tenant, livemode: bool, lead_ids: list[uuid.UUID]) -> list[Lead]:
+    """The tenant's leads in this mode among ``lead_ids`` (others' ids are left out), newest
+    first."""
+    return list(Lead.objects.filter(tenant=tenant, livemode=livemode, pk__in=lead_ids)
+                .order_by("-created_at", "-id"))
 
 
 def lead_get(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID) -> Lead | None:
@@ -518,3 +610,42 @@ def lead_counts_since(*, tenant: Tenant, livemode: bool, since: datetime) -> dic
     qualified or booked (``qualified``), in one query."""
     return Lead.objects.filter(tenant=tenant, livemode=livemode, created_at__gte=since).aggregate(
         created=Count("id"), qualified=Count("id", filter=Q(status__in=["qualified", "booked"])))
+
+
+# --- bulk actions, imports and saved views (the staff dashboard) ------------------------------
+
+def bulk_job_get(*, tenant: Tenant, livemode: bool, job_id: uuid.UUID) -> LeadBulkJob | None:
+    return LeadBulkJob.objects.filter(tenant=tenant, livemode=livemode, pk=job_id).first()
+
+
+def lead_import_get(*, tenant: Tenant, livemode: bool, import_id: uuid.UUID) -> LeadImport | None:
+    return LeadImport.objects.filter(tenant=tenant, livemode=livemode, pk=import_id).first()
+
+
+def lead_imports_recent(*, tenant: Tenant, livemode: bool, limit: int = 10) -> list[LeadImport]:
+    """The tenant's latest imports in this mode, without their rows or errors."""
+    return list(LeadImport.objects.filter(tenant=tenant, livemode=livemode)
+                .defer("errors", "headers", "mapping").order_by("-created_at", "-id")[:limit])
+
+
+def lead_import_first_rows(*, lead_import: LeadImport, limit: int) -> list[LeadImportRow]:
+    """The first rows of an import (one the caller already holds, so already scoped)."""
+    return list(lead_import.rows.order_by("number")[:limit])
+
+
+def saved_views(*, tenant: Tenant, user: User | None) -> list[SavedView]:
+    """The views ``user`` may choose (None: the admin token): their own and the team's shared
+    ones, by name."""
+    return list(SavedView.objects.filter(tenant=tenant)
+                .filter(Q(shared=True) | _own_views(user)).order_by("name", "id"))
+
+
+def saved_view_get(*, tenant: Tenant, user: User | None, view_id: uuid.UUID) -> SavedView | None:
+    """One view ``user`` may choose, or None (another person's personal view, another
+    tenant's)."""
+    return (SavedView.objects.filter(tenant=tenant, pk=view_id)
+            .filter(Q(shared=True) | _own_views(user)).first())
+
+
+def _own_views(user: User | None) -> Q:
+    return Q(owner=user) if user is not None else Q(owner__isnull=True)

@@ -5,7 +5,8 @@ What goes: the leads (through ``lead_delete``: the counts and rollups take them 
 ``lead.deleted`` fires with the id), the conversations and their messages (through
 ``conversation_delete``), the meetings, the emails sent to them or about them, the stored
 answers of idempotent requests that showed them, the receivers' answers logged for webhook
-attempts about them, the email files of the embedded default's mailbox, and every personal
+attempts about them, the email files of the embedded default's mailbox, the rows of CSV imports
+not yet finished that hold their address, and every personal
 value in the events: the snapshots in their facts lose the person's fields, and any text that
 still holds one of the person's strings says ``[erased]``. What stays: ids, counts, statuses and
 times, so the history and the analytics still add up. Visitor-days keep counting under a
@@ -36,7 +37,7 @@ from conversations.models import Conversation, Meeting, Message, OutboundEmail
 from conversations.services import conversation_delete
 from core import ids
 from core.models import Event, EventType
-from leads.models import LeadSearchWord
+from leads.models import LeadImportRow, LeadSearchWord
 from leads.services import lead_delete
 from webhooks.models import DeliveryAttempt
 
@@ -103,6 +104,7 @@ def erase_records(person: Person, *, needles: list[str], whole_person: bool) -> 
     counts["idempotencyRecords"] = _erase_idempotency(person, needles)
     counts["visitorDays"] = _pseudonymise_visitors(person)
     counts["adminLogEntries"] = _scrub_admin_log(person, needles)
+    counts["importRows"] = _erase_import_rows(person) if whole_person else 0
     return counts, calendar
 
 
@@ -218,6 +220,21 @@ def _scrub_admin_log(person: Person, needles: list[str]) -> int:
         entry.change_message = scrub_text(entry.change_message, needles)
     LogEntry.objects.bulk_update(entries, ["object_repr", "change_message"])
     return len(entries)
+
+
+def _erase_import_rows(person: Person) -> int:
+    """Rows of CSV imports not yet finished that hold one of the person's addresses (an import
+    keeps its file's rows only until it ends: leads.imports): deleted, so that the import does
+    not bring the person back."""
+    if not person.emails:
+        return 0
+    rows = LeadImportRow.objects.filter(
+        lead_import__tenant=person.tenant, lead_import__livemode=person.livemode,
+    ).alias(text=Lower(Cast("cells", TextField())))
+    wanted = Q()
+    for address in person.emails:
+        wanted |= Q(text__contains=address.lower())
+    return rows.filter(wanted).delete()[0]
 
 
 def _erase_mail_files(needles: list[str], email_ids: set[str]) -> int:

@@ -35,12 +35,20 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "apikeys.IdempotencyKey": (ERASED, "stored answers that showed the person, deleted"),
     "admin.LogEntry": (ERASED, "the Django admin's history of the person's records: their "
                                "text replaced"),
+    "leads.LeadImportRow": (ERASED, "an uploaded file's rows, kept only until its import ends "
+                                    "(a day at most if never started); the rows holding the "
+                                    "person's address deleted"),
     "privacy.Erasure": (ERASED, "the value that named the person is kept, encrypted, only "
                                 "until the erasure has found them"),
     # The tenant's own data: no visitor is in it.
     "leads.LeadDailyCount": (NOBODY, "counts by status and source"),
     "leads.LeadUpdatedDayCount": (NOBODY, "counts by status and source"),
     "leads.LeadScoreCount": (NOBODY, "counts by status and source"),
+    "leads.LeadImport": (NOBODY, "an import's file name, header, mapping, counts and per-row "
+                                 "errors (row, column, reason: never a cell's value)"),
+    "leads.LeadBulkJob": (NOBODY, "a bulk action's counts; its filter (a search term may name "
+                                  "someone) emptied when it ends"),
+    "leads.SavedView": (NOBODY, "the staff's named filters of the list of leads"),
     "analytics.ChannelDailyStat": (NOBODY, "counts per channel and day"),
     "analytics.LeadDailyStat": (NOBODY, "counts per source, channel and day"),
     "webhooks.Delivery": (NOBODY, "statuses and times; the payload is rendered from the "

@@ -159,7 +159,7 @@ def _conversation_needles(person: Person) -> list[str]:
 def _zero_counts() -> dict[str, int]:
     return dict.fromkeys(("leads", "conversations", "messages", "meetings", "emails", "events",
                           "webhookAttempts", "idempotencyRecords", "visitorDays",
-                          "adminLogEntries", "files"), 0)
+                          "adminLogEntries", "files", "importRows"), 0)
 
 
 def _calendars(erasure: Erasure, *, now: datetime) -> None:

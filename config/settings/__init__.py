@@ -291,6 +291,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     # (docs/privacy.md).
     "privacy-sweep": {"task": "privacy.sweep", "schedule": 60.0},
     "privacy-retention": {"task": "privacy.retention", "schedule": 3600.0},
+    # Bulk actions and imports whose task was lost; uploads never started (docs/dashboard.md).
+    "leads-sweep": {"task": "leads.sweep", "schedule": 60.0},
 }
 CELERY_TIMEZONE = "UTC"
 

@@ -78,9 +78,10 @@ def service_env(bench_database) -> dict[str, str]:
 def service_server(service_env) -> Iterator[str]:
     """daphne as ``make run`` serves (``--no-server-name config.asgi:application``), with
     production settings (DEBUG off, behind a proxy that terminates TLS), on the benchmark
-    database and Redis. Yields its base URL; send ``harness.PROXY_HEADERS`` with every request."""
+    database and Redis. Yields its base URL (a ``tests.live.Server``, which also knows its
+    process); send ``harness.PROXY_HEADERS`` with every request."""
     with daphne(service_env) as server:
-        yield str(server)
+        yield server
 
 
 @pytest.fixture(scope="session")

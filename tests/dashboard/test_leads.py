@@ -35,7 +35,7 @@ def test_the_source_filter_fills_pages_and_counts_only_that_source(manager, sixt
                                                                    django_assert_max_num_queries):
     client = signed_in(manager)
     client.get("/dashboard/")
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):  # + the team and the saved views
         first = client.get(f"/dashboard/leads/?{search}source=form").content.decode()
     assert rows(first) == 25 and "40 in all" in first and "Page 1 of 2" in first
     assert "@globex.example" in first and ">import<" not in first
@@ -61,8 +61,26 @@ def test_the_status_filter_offers_and_finds_every_stored_status(manager, kit, se
     for status, label in LeadStatus.choices:
         assert f'<option value="{status}">{label}</option>' in form
     for status, label in LeadStatus.choices:
-        with django_assert_max_num_queries(8):
+        with django_assert_max_num_queries(9):  # + the team and the saved views
             page = client.get(f"/dashboard/leads/?{search}status={status}").content.decode()
         assert rows(page) == 1 and "1 in all" in page, status
         assert f"{status}@initech.example" in page and f'<span class="pill {status}">{label}<' in page
         assert f'<option value="{status}" selected>{label}</option>' in page
+
+
+@pytest.mark.parametrize("search", ["", "q=globex&"], ids=["list", "search"])
+@pytest.mark.parametrize("sort, expected", [
+    ("newest", ["c", "b", "a"]), ("oldest", ["a", "b", "c"]), ("score", ["b", "c", "a"]),
+    ("updated", ["a", "c", "b"]),
+])
+def test_the_order_applies_to_the_list_and_to_a_search(manager, kit, search, sort, expected):
+    from leads.services import lead_update
+
+    made = {name: make_lead(kit, email=f"{name}@globex.example", company="Globex")
+            for name in ("a", "b", "c")}
+    lead_update(lead=made["b"], changes={"score": 90})
+    lead_update(lead=made["c"], changes={"score": 40})
+    lead_update(lead=made["a"], changes={"name": "Ann"})  # the last one updated
+    page = signed_in(manager).get(f"/dashboard/leads/?{search}sort={sort}").content.decode()
+    ids = re.findall(r'href="/dashboard/leads/([0-9a-f-]{36})/"', page)
+    assert ids == [str(made[name].pk) for name in expected]
