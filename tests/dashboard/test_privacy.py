@@ -82,8 +82,10 @@ def test_recording_costs_one_insert(kit, manager, visited, django_assert_num_que
     for url in [f"/dashboard/leads/{visited.lead_id}/", f"/dashboard/conversations/{visited.pk}/"]:
         with django_assert_num_queries(100, exact=False) as page:
             client.get(url)
+        # The conversation page also marks it read for the reader (the inbox's unread markers).
         writes = [q["sql"] for q in page.captured_queries
-                  if not q["sql"].lstrip().upper().startswith("SELECT")]
+                  if not q["sql"].lstrip().upper().startswith(("SELECT", "SAVEPOINT", "RELEASE"))
+                  and "conversations_conversationread" not in q["sql"]]
         assert len(writes) == 1 and writes[0].startswith('INSERT INTO "tenants_staffaccess"'), (
             url, writes)
 
