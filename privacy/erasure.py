@@ -26,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
-from django.db.models import Q, TextField
+from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast, Lower
 from django.utils import timezone
 
@@ -53,19 +53,21 @@ PERSONAL_KEYS = frozenset({
 })
 
 
-def erase_records(person: Person, *, needles: list[str], whole_person: bool) -> tuple[Counter, list]:
+def erase_records(person: Person, *, needles: list[str], whole_person: bool,
+                  search_history: bool) -> tuple[Counter, list]:
     """Erases what the database keeps of ``person``; runs inside the caller's transaction.
     Returns the counts per kind and the calendar events still to remove (outside it).
 
     ``whole_person`` is False for a conversation alone (``DELETE /conversations/{id}``): its
-    lead stays, so the lead's own address is not looked for elsewhere."""
+    lead stays, so the lead's own address is not looked for elsewhere. ``search_history`` also
+    reads every event of the tenant for the person's address or phone (``_events_naming``): a
+    scan, which an erasure asked of the privacy API runs in its task, and a ``DELETE`` or the
+    retention sweeper, erasing records they hold, do not."""
     counts: Counter = Counter()
     tenant, livemode = person.tenant, person.livemode
     lead_ids, conversation_ids = person.lead_ids, person.conversation_ids
     # A conversation alone keeps its lead's meetings and the lead's own events.
-    meeting_ids = list(Meeting.objects.filter(tenant=tenant, livemode=livemode).filter(
-        Q(lead__in=lead_ids) | Q(conversation__in=conversation_ids)
-    ).values_list("pk", flat=True)) if whole_person else []
+    meeting_ids = list(meetings_of(person).values_list("pk", flat=True)) if whole_person else []
     calendar = calendar_events_of(meeting_ids=meeting_ids)
     # Collected before the deletes: a deleted lead's events lose their link to it.
     linked = Event.objects.filter(tenant=tenant, livemode=livemode).filter(
@@ -77,9 +79,7 @@ def erase_records(person: Person, *, needles: list[str], whole_person: bool) -> 
         Q(type__startswith="lead.") | Q(type__startswith="meeting.")).values_list("pk", flat=True))
     started = timezone.now()
 
-    emails = OutboundEmail.objects.filter(tenant=tenant, livemode=livemode).filter(
-        Q(lead__in=lead_ids) | Q(meeting__in=meeting_ids) | Q(conversation_id__in=conversation_ids)
-        | Q(to__in=person.emails if whole_person else []))
+    emails = emails_of(person, meeting_ids=meeting_ids, whole_person=whole_person)
     email_ids = {str(pk) for pk in emails.values_list("pk", flat=True)}
     counts["files"] = _erase_mail_files(needles, email_ids)
     counts["emails"] = _delete(emails)
@@ -96,7 +96,7 @@ def erase_records(person: Person, *, needles: list[str], whole_person: bool) -> 
         LeadSearchWord.objects.filter(tenant=tenant, livemode=livemode, count=0,
                                       base_count=0).delete()
     event_ids |= _new_events(person, since=started)
-    if whole_person:
+    if whole_person and search_history:
         event_ids |= _events_naming(person)
     counts["events"] = _scrub_events(event_ids, needles, strings_only=leads_own)
     counts["webhookAttempts"] = DeliveryAttempt.objects.filter(
@@ -106,6 +106,22 @@ def erase_records(person: Person, *, needles: list[str], whole_person: bool) -> 
     counts["adminLogEntries"] = _scrub_admin_log(person, needles)
     counts["importRows"] = _erase_import_rows(person) if whole_person else 0
     return counts, calendar
+
+
+def meetings_of(person: Person) -> QuerySet[Meeting]:
+    """The person's meetings: their leads' and their conversations'."""
+    return Meeting.objects.filter(tenant=person.tenant, livemode=person.livemode).filter(
+        Q(lead__in=person.lead_ids) | Q(conversation__in=person.conversation_ids))
+
+
+def emails_of(person: Person, *, meeting_ids: list, whole_person: bool = True
+              ) -> QuerySet[OutboundEmail]:
+    """The emails to the person or about them: their leads', meetings' and conversations', and
+    any sent to one of their addresses (not for a conversation alone, whose lead stays)."""
+    return OutboundEmail.objects.filter(tenant=person.tenant, livemode=person.livemode).filter(
+        Q(lead__in=person.lead_ids) | Q(meeting__in=meeting_ids)
+        | Q(conversation_id__in=person.conversation_ids)
+        | Q(to__in=person.emails if whole_person else []))
 
 
 def _delete(queryset) -> int:

@@ -70,13 +70,15 @@ class Erasure(models.Model):
 
     def removed(self) -> str:
         """What went, for people: "1 lead, 4 messages, 2 events"; "nothing" when nothing did."""
-        parts = [f"{count} {_KINDS.get(kind, (kind, kind))[count != 1]}"
-                 for kind, count in self.counts.items() if count]
+        # In the kinds' order: PostgreSQL's jsonb keeps an object's keys in an order of its own.
+        parts = [f"{count} {words[count != 1]}" for kind, words in ERASED_KINDS.items()
+                 if (count := self.counts.get(kind, 0))]
         return ", ".join(parts) or "nothing"
 
 
-# The counts' kinds, singular and plural, as the Privacy page names them.
-_KINDS = {
+# What an erasure counts, kind by kind (its ``counts``, in this order), singular and plural as
+# the Privacy page names them.
+ERASED_KINDS = {
     "leads": ("lead", "leads"), "conversations": ("conversation", "conversations"),
     "messages": ("message", "messages"), "meetings": ("meeting", "meetings"),
     "emails": ("email", "emails"), "events": ("event", "events"),
@@ -84,6 +86,6 @@ _KINDS = {
     "idempotencyRecords": ("stored API answer", "stored API answers"),
     "visitorDays": ("visitor-day", "visitor-days"),
     "adminLogEntries": ("admin history line", "admin history lines"),
-    "files": ("mail file", "mail files"),
+    "files": ("mail file", "mail files"), "importRows": ("import row", "import rows"),
     "calendarEvents": ("calendar event", "calendar events"),
 }

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from calendars.errors import CalendarUnavailable
 from calendars.services import calendar_event_remove
-from conversations.models import Conversation, ConversationStatus, Meeting, Message, OutboundEmail
+from conversations.models import Conversation, ConversationStatus, Message
 from core import broker, crypto
 from core.errors import FieldError, NotFound, Unprocessable
 from core.events import emit
@@ -35,9 +35,9 @@ from leads.vocabulary import LeadStatus
 from tenants.models import Tenant
 
 from . import export
-from .erasure import erase_records
+from .erasure import emails_of, erase_records, meetings_of
 from .events import erasure_facts
-from .models import Erasure, ErasureStatus, SubjectKind
+from .models import ERASED_KINDS, Erasure, ErasureStatus, SubjectKind
 from .person import Person, find
 
 logger = logging.getLogger("salesagent.privacy")
@@ -72,10 +72,13 @@ def erasure_request(*, tenant: Tenant, livemode: bool, kind: str, value: str,
     return erasure
 
 
-def lead_erase(*, lead: Lead, requested_by: str) -> Erasure:
-    """``DELETE /leads/{id}``: the person behind the lead, erased before the answer."""
+def lead_erase(*, lead: Lead, requested_by: str, search_history: bool = False) -> Erasure:
+    """``DELETE /leads/{id}`` and the dashboard's "Erase this person": the person behind the
+    lead, erased before the answer. The dashboard, a request to erase a person, also searches
+    the history (``erase_records``)."""
     return _erase_now(tenant=lead.tenant, livemode=lead.livemode, kind=SubjectKind.LEAD,
                       subject_id=lead.pk, requested_by=requested_by,
+                      search_history=search_history,
                       person=lambda: find(tenant=lead.tenant, livemode=lead.livemode,
                                           kind=SubjectKind.LEAD, value=str(lead.pk)))
 
@@ -85,17 +88,17 @@ def conversation_erase(*, conversation: Conversation, requested_by: str) -> Eras
     their trace everywhere; its lead stays."""
     return _erase_now(tenant=conversation.tenant, livemode=conversation.livemode,
                       kind=SubjectKind.CONVERSATION, subject_id=conversation.pk,
-                      requested_by=requested_by,
+                      requested_by=requested_by, search_history=False,
                       person=lambda: Person(conversation.tenant, conversation.livemode,
                                             conversations=[conversation]))
 
 
 def _erase_now(*, tenant: Tenant, livemode: bool, kind: str, subject_id: uuid.UUID,
-               requested_by: str, person) -> Erasure:
+               requested_by: str, search_history: bool, person) -> Erasure:
     with transaction.atomic():
         erasure = Erasure.objects.create(tenant=tenant, livemode=livemode, subject_kind=kind,
                                          subject_id=subject_id, requested_by=requested_by[:200])
-        _records(erasure, person())
+        _records(erasure, person(), search_history=search_history)
         if erasure.calendar_pending:
             transaction.on_commit(lambda: _enqueue(erasure.pk))
     return erasure
@@ -119,7 +122,7 @@ def erasure_run(*, erasure_id: Any, now: datetime | None = None) -> Erasure | No
         if erasure is None:
             return None
         if not erasure.records_erased:
-            _records(erasure, _person_of(erasure))
+            _records(erasure, _person_of(erasure), search_history=True)
     if erasure.status == ErasureStatus.PENDING:
         _calendars(erasure, now=now)
     return erasure
@@ -131,11 +134,12 @@ def _person_of(erasure: Erasure) -> Person:
                 value=value)
 
 
-def _records(erasure: Erasure, person: Person) -> None:
+def _records(erasure: Erasure, person: Person, *, search_history: bool) -> None:
     whole = erasure.subject_kind != SubjectKind.CONVERSATION
     needles = person.needles() if whole else _conversation_needles(person)
-    counts, calendar = erase_records(person, needles=needles, whole_person=whole)
-    erasure.counts = {**_zero_counts(), **counts, "calendarEvents": 0}
+    counts, calendar = erase_records(person, needles=needles, whole_person=whole,
+                                     search_history=search_history)
+    erasure.counts = {**dict.fromkeys(ERASED_KINDS, 0), **counts}
     erasure.calendar_pending = calendar
     erasure.records_erased = True
     erasure.subject_encrypted = ""
@@ -154,12 +158,6 @@ def _conversation_needles(person: Person) -> list[str]:
     for conversation in person.conversations:
         typed -= {str(v) for v in conversation.contact.values()}
     return sorted(typed)
-
-
-def _zero_counts() -> dict[str, int]:
-    return dict.fromkeys(("leads", "conversations", "messages", "meetings", "emails", "events",
-                          "webhookAttempts", "idempotencyRecords", "visitorDays",
-                          "adminLogEntries", "files", "importRows"), 0)
 
 
 def _calendars(erasure: Erasure, *, now: datetime) -> None:
@@ -224,14 +222,13 @@ def erasure_preview(*, lead: Lead) -> dict[str, int]:
     """What erasing the person behind ``lead`` removes, kind by kind (before anything goes)."""
     person = find(tenant=lead.tenant, livemode=lead.livemode, kind=SubjectKind.LEAD,
                   value=str(lead.pk))
+    meeting_ids = list(meetings_of(person).values_list("pk", flat=True))
     return {
         "leads": len(person.leads),
         "conversations": len(person.conversations),
         "messages": Message.objects.filter(conversation__in=person.conversation_ids).count(),
-        "meetings": Meeting.objects.filter(lead__in=person.lead_ids).count(),
-        "emails": OutboundEmail.objects.filter(tenant=lead.tenant, livemode=lead.livemode).filter(
-            Q(lead__in=person.lead_ids) | Q(conversation_id__in=person.conversation_ids)
-            | Q(to__in=person.emails)).count(),
+        "meetings": len(meeting_ids),
+        "emails": emails_of(person, meeting_ids=meeting_ids).count(),
     }
 
 

@@ -412,7 +412,8 @@ def lead_erase(request: HttpRequest, lead_id: str) -> HttpResponse:
         return render(request, "dashboard/lead_erase.html", {
             "lead": lead, "preview": privacy_services.erasure_preview(lead=lead),
             "section": "leads"})
-    erasure = privacy_services.lead_erase(lead=lead, requested_by=request.actor.name)
+    erasure = privacy_services.lead_erase(lead=lead, requested_by=request.actor.name,
+                                          search_history=True)
     request.actor.write(record_staff_access, user=request.actor.user, action=StaffAccessAction.ERASED,
                         lead_id=erasure.subject_id)
     counts = erasure.counts

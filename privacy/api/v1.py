@@ -20,6 +20,7 @@ from config.api.views import V1APIView, V1ViewSet
 from core import ids
 from core.emails import EmailRefused, normalise_email
 from core.pagination import paginate
+from core.timestamps import format_timestamp
 
 from .. import services
 from ..models import Erasure, ErasureStatus, SubjectKind
@@ -75,9 +76,8 @@ def v1_erasure(erasure: Erasure) -> dict[str, Any]:
         "subjectKind": erasure.subject_kind,
         "counts": dict(erasure.counts),
         "failureReason": erasure.failure_reason or None,
-        "createdAt": TimestampField().to_representation(erasure.created_at),
-        "completedAt": (TimestampField().to_representation(erasure.completed_at)
-                        if erasure.completed_at else None),
+        "createdAt": format_timestamp(erasure.created_at),
+        "completedAt": format_timestamp(erasure.completed_at) if erasure.completed_at else None,
     }
 
 

@@ -1,12 +1,17 @@
 """The staff access audit in a real browser (headless Chromium) against a real daphne process on
 the embedded default: a manager opens a lead's page from the Leads list, then the Privacy page
 (in the navigation) lists that view with the manager's name, the lead as a link back to it, and
-the time. Screenshot with ``SCREENSHOTS=1`` (``make screenshots``): ``dashboard-privacy.png``."""
+the time. Then a data-protection officer's path: the manager exports the person's data from the
+lead's page, asks to erase them, reads what goes, confirms; the person is gone from the leads,
+and the Privacy page lists the erasure and names nobody. Screenshots with ``SCREENSHOTS=1``
+(``make screenshots``): ``dashboard-privacy.png``, ``dashboard-erase.png`` (the confirmation),
+``dashboard-privacy-erasures.png`` and ``dashboard-erase-phone.png``."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +32,7 @@ user_create(tenant=tenant, email="mia@acme.test", first_name="Mia", last_name="M
             role="manager", password={password!r})
 lead = lead_create(tenant=tenant, livemode=True, email="olga@initech.example", name="Olga Ivanova",
                    company="Initech", source="form")
+lead_create(tenant=tenant, livemode=True, email="kept@example.com", name="Kept Person")
 print(json.dumps({{"lead": str(lead.pk)}}))
 """
 
@@ -80,5 +86,65 @@ def test_a_managers_look_at_a_lead_shows_on_the_privacy_page(stack):
         page.reload()
         assert page.locator("#staff-access tbody tr").count() == 2
         assert violations == []
+    finally:
+        context.close()
+
+
+def _signed_in(stack, viewport):
+    context = stack["browser"].new_context(viewport=viewport, accept_downloads=True)
+    page = context.new_page()
+    base = stack["base"]
+    page.goto(base + "/dashboard/login/")
+    page.fill("#id_username", "mia@acme.test")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_url(base + "/dashboard/")
+    return context, page
+
+
+def test_a_manager_exports_then_erases_a_person(stack):
+    base, lead = stack["base"], stack["lead"]
+    context, page = _signed_in(stack, {"width": 1280, "height": 900})
+    violations = watch_csp(context)
+    try:
+        page.goto(f"{base}/dashboard/leads/{lead}/")
+        with page.expect_download() as download:
+            page.get_by_role("link", name="Export data").first.click()
+        exported = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
+        assert exported["leads"][0]["email"] == "olga@initech.example"
+
+        page.get_by_role("link", name="Erase this person").click()
+        page.wait_for_url(f"{base}/dashboard/leads/{lead}/erase/")
+        preview = page.locator("#erase-preview").inner_text()
+        assert "1 lead (olga@initech.example)" in preview and "0 conversations" in preview
+        screenshot(page, "dashboard-erase.png", full_page=True)
+        page.get_by_role("button", name="Erase this person").click()
+        page.wait_for_url(base + "/dashboard/leads/")
+        assert "Erased: 1 lead" in page.locator("body").inner_text()
+        assert page.get_by_role("link", name="Olga Ivanova").count() == 0
+        assert page.get_by_role("link", name="Kept Person").count() == 1
+
+        page.get_by_role("link", name="Privacy", exact=True).click()
+        row = page.locator("#erasures tbody tr")
+        assert row.count() == 1
+        cells = row.first.locator("td").all_inner_texts()
+        assert cells[1] == "Lead" and cells[2] == "Mia Manager" and "Completed" in cells[3]
+        assert cells[4].startswith("1 lead, ")
+        body = page.locator("main").inner_text()
+        assert "Olga" not in body and "olga@initech.example" not in body
+        screenshot(page, "dashboard-privacy-erasures.png", full_page=True)
+        assert violations == []
+    finally:
+        context.close()
+
+
+def test_the_privacy_page_reads_on_a_phone(stack):
+    context, page = _signed_in(stack, {"width": 390, "height": 844})
+    try:
+        page.goto(f"{stack['base']}/dashboard/privacy/")
+        assert page.locator("#erasures").is_visible()
+        scroll = page.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= 390 + 1, scroll  # the tables scroll inside their cards
+        screenshot(page, "dashboard-erase-phone.png", full_page=True)
     finally:
         context.close()

@@ -235,3 +235,20 @@ def test_retention_is_set_in_the_dashboard(kit, manager, rep):
     signed_in(rep).post("/dashboard/settings/retention/", {"retention_lead_days": "1"})
     kit.tenant.refresh_from_db()
     assert kit.tenant.retention_lead_days == 180
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_erasure_finds_the_person_in_the_history_of_an_earlier_lead(api, kit, eager_celery):
+    """A lead deleted before deletes erased (issue 28) left its events with the address; an
+    erasure asked of the API looks for it through the tenant's whole history."""
+    from leads.services import lead_delete
+
+    lead_delete(lead=make_lead(kit, email="sam@umbrella.io", name="Sam Quill"))
+    make_lead(kit, email="sam@umbrella.io")
+    assert Event.objects.filter(tenant=kit.tenant, description__contains="sam@umbrella.io").count() >= 2
+
+    api.post("/api/v1/privacy/erasures", json={"email": "sam@umbrella.io"}, headers=kit.auth())
+
+    from .scan import traces
+
+    assert traces(["sam@umbrella.io", "Sam Quill"]) == []

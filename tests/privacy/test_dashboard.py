@@ -10,8 +10,8 @@ import pytest
 from conversations.models import Conversation
 from leads.models import Lead
 from privacy.models import Erasure
-from tests.chat_helpers import chat
 from tenants.models import StaffAccess
+from tests.chat_helpers import chat
 from tests.dashboard.client import signed_in
 
 from .scan import traces
