@@ -133,7 +133,7 @@ def test_a_handoff_reaches_a_dashboard_page_on_another_process_within_a_second(t
         with daphne(env) as visitors, daphne(env) as dashboard, browser() as chromium:
             context, page = _sign_in(chromium, dashboard)
             _status_shown(page, "online")
-            assert page.locator("[data-unread]").is_hidden()
+            assert page.get_by_role("link", name="Conversations").locator("[data-unread]").is_hidden()
 
             r = httpx.post(f"{visitors}/api/v1/chat", timeout=30,
                            headers={"Authorization": f"Bearer {acme['keys']['write']}"},
@@ -143,7 +143,7 @@ def test_a_handoff_reaches_a_dashboard_page_on_another_process_within_a_second(t
             toast = page.locator("[data-toast]")
             toast.wait_for(timeout=1000)  # at once: within a second of the handoff's answer
             assert "New handoff" in toast.inner_text()
-            assert page.locator("[data-unread]").inner_text() == "1"
+            assert page.get_by_role("link", name="Conversations").locator("[data-unread]").inner_text() == "1"
             conversation = "conv_" + r.json()["sessionId"].removeprefix("sess_")
             shown = httpx.get(f"{visitors}/api/v1/conversations/{conversation}", timeout=10,
                               headers={"Authorization": f"Bearer {acme['keys']['read']}"})
