@@ -63,7 +63,7 @@ def _provider(provider: str) -> type[Connector]:
 
 
 def _base_url(cls: type[Connector], base_url: str | None) -> str:
-    url = (base_url or "").strip() or cls.default_base_url
+    url = (base_url or "").strip() or cls.configured_base_url()
     try:
         outbound.check_target(url, policy=http.POLICY)
     except outbound.TargetRefused as exc:

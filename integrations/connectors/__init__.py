@@ -54,7 +54,6 @@ class Connector(ABC):
     provider: ClassVar[str]
     label: ClassVar[str]
     scopes: ClassVar[tuple[str, ...]]  # the fewest the sync needs
-    default_base_url: ClassVar[str]
     default_field_mapping: ClassVar[dict[str, str]]
     default_status_mapping: ClassVar[dict[str, dict[str, str]]]
 
@@ -63,6 +62,16 @@ class Connector(ABC):
         self.token = token
 
     # --- connecting
+    @classmethod
+    @abstractmethod
+    def configured_base_url(cls) -> str:
+        """The API's base URL unless a connection names another (settings)."""
+
+    @classmethod
+    @abstractmethod
+    def oauth_configured(cls) -> bool:
+        """Whether the service has an OAuth app for this CRM (its client id and secret)."""
+
     @abstractmethod
     def verify(self) -> str:
         """Checks the token with one harmless read; the CRM account's id when it says."""

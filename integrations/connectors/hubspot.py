@@ -36,7 +36,6 @@ class HubSpot(Connector):
     label = "HubSpot"
     scopes = ("crm.objects.contacts.read", "crm.objects.contacts.write")
     oauth_scopes = ("oauth", *scopes)
-    default_base_url = "https://api.hubapi.com"
     # Lead field -> contact property. ``name`` is split into firstname and lastname; score,
     # source and tags have no HubSpot default property: map them to custom properties.
     default_field_mapping = {"name": "firstname+lastname", "company": "company",
@@ -60,6 +59,14 @@ class HubSpot(Connector):
         return http.request(method, self._url(path), token=self.token, **kwargs).data
 
     # --- connecting -------------------------------------------------------------------------
+
+    @classmethod
+    def configured_base_url(cls) -> str:
+        return settings.HUBSPOT_API_BASE_URL
+
+    @classmethod
+    def oauth_configured(cls) -> bool:
+        return bool(settings.HUBSPOT_CLIENT_ID and settings.HUBSPOT_CLIENT_SECRET)
 
     def verify(self) -> str:
         self._call("GET", "/crm/v3/objects/contacts", query={"limit": "1"})
