@@ -63,19 +63,27 @@ def request(method: str, url: str, *, token: str = "", json_body: Any = None,
             form: dict[str, str] | None = None, query: dict[str, str] | None = None) -> Answer:
     """One request; the answer's JSON when it is 2xx, else the CrmError that says what to do."""
     headers = {"Accept": "application/json", "User-Agent": "salesagent-integrations/1"}
-    body: bytes | None = None
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    if json_body is not None:
-        body = json.dumps(json_body).encode()
-        headers["Content-Type"] = "application/json"
-    elif form is not None:
-        body = urlencode(form).encode()
-        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    body = _body(headers, json_body, form)
     if query:
         url = f"{url}?{urlencode(query)}"
     outcome = outbound.send(method, url, body, headers, timeout=timeout_seconds(), policy=POLICY,
                             read_bytes=READ_BYTES)
+    return _judged(outcome)
+
+
+def _body(headers: dict[str, str], json_body: Any, form: dict[str, str] | None) -> bytes | None:
+    if json_body is not None:
+        headers["Content-Type"] = "application/json"
+        return json.dumps(json_body).encode()
+    if form is not None:
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        return urlencode(form).encode()
+    return None
+
+
+def _judged(outcome: outbound.Outcome) -> Answer:
     status = outcome.status_code
     if status is None:
         if outcome.permanent:

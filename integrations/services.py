@@ -407,23 +407,24 @@ def contact_properties(connection: CrmConnection, lead: Lead) -> dict[str, str]:
     sent, so a field filled in the CRM is never blanked from here."""
     values: dict[str, str] = {}
     for field, target in (connection.field_mapping or {}).items():
-        if field.startswith("custom:"):
-            value = (lead.custom_fields or {}).get(field.removeprefix("custom:"), "")
-        elif field == "tags":
-            value = ";".join(lead.tags or [])
-        else:
-            value = getattr(lead, field, "")
-        value = "" if value is None else str(value)
+        value = _field_value(lead, field)
         if "+" in target:
             first, last = target.split("+", 1)
             given, _, family = value.partition(" ")
-            if given:
-                values[first] = given
-            if family:
-                values[last] = family
+            values.update({k: v for k, v in ((first, given), (last, family)) if v})
         elif value and target:
             values[target] = value
     return values
+
+
+def _field_value(lead: Lead, field: str) -> str:
+    if field.startswith("custom:"):
+        value = (lead.custom_fields or {}).get(field.removeprefix("custom:"), "")
+    elif field == "tags":
+        value = ";".join(lead.tags or [])
+    else:
+        value = getattr(lead, field, "")
+    return "" if value is None else str(value)
 
 
 def note_body(conversation: Conversation) -> str:

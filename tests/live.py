@@ -23,7 +23,8 @@ def free_port() -> int:
 
 def wait_for_port(port: int, timeout: float | None = None,
                   proc: subprocess.Popen | None = None) -> None:
-    # LIVE_START_TIMEOUT: more than 20 s for a machine shared by many test runs at once.
+    # LIVE_START_TIMEOUT: longer waits (here and in ``manage``) for a machine shared by many
+    # test runs at once.
     timeout = timeout or float(os.environ.get("LIVE_START_TIMEOUT") or 20.0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -49,7 +50,8 @@ def environment(env: dict[str, str | None] | None = None) -> dict[str, str]:
 def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
     """Runs ``manage.py`` in a subprocess and returns its standard output."""
     proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment(env),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True,
+                          timeout=max(120.0, float(os.environ.get("LIVE_START_TIMEOUT") or 0)))
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr}")
     return proc.stdout

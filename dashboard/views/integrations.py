@@ -93,14 +93,7 @@ def integration_oauth_callback(request: HttpRequest, provider: str) -> HttpRespo
     this tenant and mode (no one else's grant lands here), then the code is exchanged."""
     provider = _provider(provider)
     actor = request.actor
-    try:
-        state = signing.loads(request.GET.get("state", ""), salt=STATE_SALT,
-                              max_age=STATE_MAX_AGE)
-    except signing.BadSignature:
-        state = None
-    nonce = request.session.pop(NONCE_SESSION_KEY, None)
-    if (not state or not nonce or state.get("n") != nonce or state.get("p") != provider
-            or state.get("t") != str(actor.tenant.pk) or state.get("l") != actor.livemode):
+    if not _state_ok(request, provider):
         messages.error(request, "This authorization was not started here (or took longer than "
                                 "10 minutes): connect again.")
         return redirect("dashboard:integrations")
@@ -113,6 +106,19 @@ def integration_oauth_callback(request: HttpRequest, provider: str) -> HttpRespo
         crm_services.crm_connect_oauth, provider=provider, code=code,
         redirect_uri=_redirect_uri(request, provider)), f"{connector_class(provider).label} connected.")
     return redirect("dashboard:integrations")
+
+
+def _state_ok(request: HttpRequest, provider: str) -> bool:
+    """The callback's state is the one this session signed, for this tenant, mode and CRM."""
+    nonce = request.session.pop(NONCE_SESSION_KEY, None)
+    try:
+        state = signing.loads(request.GET.get("state", ""), salt=STATE_SALT,
+                              max_age=STATE_MAX_AGE)
+    except signing.BadSignature:
+        return False
+    actor = request.actor
+    expected = {"t": str(actor.tenant.pk), "l": actor.livemode, "p": provider, "n": nonce}
+    return bool(nonce) and state == expected
 
 
 @require_POST

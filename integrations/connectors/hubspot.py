@@ -23,6 +23,7 @@ from . import Connector, MeetingFacts, Tokens, register
 # HubSpot-defined association types (CRM v4 associations reference).
 NOTE_TO_CONTACT = 202
 MEETING_TO_CONTACT = 200
+ACCESS_SECONDS = 1800  # an access token's life when the answer does not say (HubSpot's 30 min)
 _EXISTING_ID = re.compile(r"Existing ID:\s*(\d+)")
 
 
@@ -85,13 +86,13 @@ class HubSpot(Connector):
         access = str(data.get("access_token") or "")
         if not access:
             raise http.Refused("HubSpot's token answer has no access_token.")
-        expires_in = int(data.get("expires_in") or 0)
+        # The access token's own record: the hub (account) id and the scopes granted.
         info = http.request("GET", self._url(f"/oauth/v1/access-tokens/{quote(access, safe='')}")
                             ).data or {}
+        expires_in = int(data.get("expires_in") or ACCESS_SECONDS)
         return Tokens(access_token=access,
                       refresh_token=str(data.get("refresh_token") or form.get("refresh_token", "")),
-                      expires_at=timezone.now() + timedelta(seconds=expires_in) if expires_in
-                      else None,
+                      expires_at=timezone.now() + timedelta(seconds=expires_in),
                       scopes=[str(s) for s in info.get("scopes") or []],
                       account_id=str(info.get("hub_id") or ""))
 
