@@ -51,7 +51,8 @@ def integrations_page(request: HttpRequest) -> HttpResponse:
                           LOG_PAGE_SIZE)
         cls = connector_class(provider)
         cards.append({"provider": provider, "label": label, "connection": connection,
-                      "log": log, "oauth": _oauth_ready(provider), "scopes": cls.scopes})
+                      "log": log, "oauth": _oauth_ready(provider), "scopes": cls.scopes,
+                      "oauth_scopes": cls.oauth_scopes})
     return render(request, "dashboard/integrations.html", {
         "cards": cards, "section": "integrations", "statuses": ConnectionStatus,
         "sync_statuses": SyncStatus})

@@ -54,6 +54,7 @@ class Connector(ABC):
     provider: ClassVar[str]
     label: ClassVar[str]
     scopes: ClassVar[tuple[str, ...]]  # the fewest the sync needs
+    oauth_scopes: ClassVar[tuple[str, ...]]  # what the OAuth consent asks for
     default_field_mapping: ClassVar[dict[str, str]]
     default_status_mapping: ClassVar[dict[str, dict[str, str]]]
 
