@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LOCAL_MODEL_STAMP := $(VENV)/.installed-local-model
 FUZZ_VENV := .venv-fuzz
 FUZZ_STAMP := $(FUZZ_VENV)/.installed
-APPS := config core tenants apikeys leads agent conversations knowledge analytics webhooks widget dashboard calendars
+APPS := config core tenants apikeys leads agent conversations knowledge analytics webhooks widget dashboard calendars integrations
 
 .PHONY: install install-local-model fuzzer run test chromium bench eval screenshots lint migrate clean
 

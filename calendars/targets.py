@@ -1,4 +1,4 @@
-"""Where a CalDAV URL may point: as webhook URLs (webhooks/transport.py), https only and public
+"""Where a CalDAV URL may point: as webhook URLs (core/outbound.py), https only and public
 addresses only, unless ``CALENDARS_ALLOW_HTTP`` / ``CALENDARS_ALLOW_PRIVATE_TARGETS`` lift the
 rules (tests, or a calendar server on the service's own network).
 
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from webhooks.transport import is_public, resolve
+from core.outbound import is_public, resolve
 
 from .errors import CalendarUrlFailed
 

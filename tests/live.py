@@ -21,7 +21,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+def wait_for_port(port: int, timeout: float | None = None,
+                  proc: subprocess.Popen | None = None) -> None:
+    # LIVE_START_TIMEOUT: longer waits (here and in ``manage``) for a machine shared by many
+    # test runs at once.
+    timeout = timeout or float(os.environ.get("LIVE_START_TIMEOUT") or 60.0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -46,7 +50,8 @@ def environment(env: dict[str, str | None] | None = None) -> dict[str, str]:
 def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
     """Runs ``manage.py`` in a subprocess and returns its standard output."""
     proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment(env),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True,
+                          timeout=max(120.0, float(os.environ.get("LIVE_START_TIMEOUT") or 0)))
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr}")
     return proc.stdout

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "widget",
     "dashboard",
     "calendars",
+    "integrations",
     "privacy",
     # Optional TOTP two-factor sign-in for the staff, with backup codes (docs/dashboard.md,
     # "Accounts").
@@ -402,6 +403,26 @@ CALENDARS_TIMEOUT_SECONDS = env_int("CALENDARS_TIMEOUT_SECONDS", 2, minimum=1)
 # How long a rep's free/busy (or the news that their calendar is down) is kept in the cache.
 CALENDARS_FREEBUSY_SECONDS = env_int("CALENDARS_FREEBUSY_SECONDS", 60, minimum=1)
 CELERY_BEAT_SCHEDULE["sweep-calendar-writes"] = {"task": "calendars.sweep", "schedule": 10.0}
+
+# --- CRM integrations (docs/integrations.md) ------------------------------------------------
+
+# A CRM's API base URL must be https and resolve to public addresses (core.outbound); these lift
+# the two rules for tests and local stand-ins only.
+INTEGRATIONS_ALLOW_HTTP = env_bool("INTEGRATIONS_ALLOW_HTTP", False)
+INTEGRATIONS_ALLOW_PRIVATE_TARGETS = env_bool("INTEGRATIONS_ALLOW_PRIVATE_TARGETS", False)
+# One request to a CRM may take this long.
+INTEGRATIONS_TIMEOUT_SECONDS = env_int("INTEGRATIONS_TIMEOUT_SECONDS", 10, minimum=1)
+# HubSpot: the API and the OAuth authorize page (a public app's client id and secret enable
+# "Connect with HubSpot"; without them, managers connect with a private app's token).
+HUBSPOT_API_BASE_URL = env_url("HUBSPOT_API_BASE_URL", schemes=("https", "http")) or \
+    "https://api.hubapi.com"
+HUBSPOT_AUTHORIZE_URL = env_url("HUBSPOT_AUTHORIZE_URL", schemes=("https", "http")) or \
+    "https://app.hubspot.com/oauth/authorize"
+HUBSPOT_CLIENT_ID = env_str("HUBSPOT_CLIENT_ID")
+HUBSPOT_CLIENT_SECRET = env_str("HUBSPOT_CLIENT_SECRET")
+if bool(HUBSPOT_CLIENT_ID) != bool(HUBSPOT_CLIENT_SECRET):
+    raise ImproperlyConfigured("Set both HUBSPOT_CLIENT_ID and HUBSPOT_CLIENT_SECRET, or neither.")
+CELERY_BEAT_SCHEDULE["sweep-crm-syncs"] = {"task": "integrations.sweep", "schedule": 10.0}
 
 # --- The knowledge base ---------------------------------------------------------------------
 

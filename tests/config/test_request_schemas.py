@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
+from core import outbound
 from tests.openapi import schema_dict
-from webhooks import transport
 
 LEAD = {"email": "ada@example.com"}
 CHAT = {"message": "Hello", "visitorId": "v-1"}
@@ -81,7 +81,7 @@ def _body_schema(path: str) -> dict:
 @pytest.fixture
 def public_hosts(monkeypatch):
     """Every host name resolves to a public address (no DNS in the tests)."""
-    monkeypatch.setattr(transport, "resolve", lambda host, port: ["93.184.216.34"])
+    monkeypatch.setattr(outbound, "resolve", lambda host, port: ["93.184.216.34"])
 
 
 @pytest.mark.parametrize(("path", "body"), list(_cases()))

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import Conversation, Message
+from core import outbound
 from knowledge.models import Document
 from leads.models import Lead
 from tests.factories import make_lead
 from tests.openapi import schema_dict
-from webhooks import transport
 from webhooks.models import Subscription
 
 CHAT = {"message": "Hello", "visitorId": "v-1"}
@@ -22,7 +22,7 @@ CHAT = {"message": "Hello", "visitorId": "v-1"}
 @pytest.fixture
 def public_hosts(monkeypatch):
     """Every host name resolves to a public address (no DNS in the tests)."""
-    monkeypatch.setattr(transport, "resolve", lambda host, port: ["93.184.216.34"])
+    monkeypatch.setattr(outbound, "resolve", lambda host, port: ["93.184.216.34"])
 
 
 def _refused(r, field: str, expected: str) -> None:

@@ -9,13 +9,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core import outbound
 from tenants.services import user_create
 from tests.dashboard.client import Client, signed_in
 from tests.dashboard.html import checked, errors_beside, value_of
 from tests.factories import PASSWORD, make_lead
 from tests.fakes.webhook_receiver import Answer, WebhookReceiver
 from tests.webhooks.conftest import envelope, legacy_signature_ok, v1_signature_ok
-from webhooks import services, transport
+from webhooks import services
 from webhooks.models import Delivery, LegacyWebhook, Subscription
 
 SECRET = "whsec_dashboard_0123456789abcdef"
@@ -148,7 +149,7 @@ def test_a_refused_subscription_keeps_its_input_and_says_why_beside_each_field(k
 def test_a_host_on_a_private_network_is_refused_without_saying_where_it_points(
         kit, manager, settings, monkeypatch):
     settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
-    monkeypatch.setattr(transport, "resolve", lambda host, port: ["93.184.216.34", "10.20.30.40"])
+    monkeypatch.setattr(outbound, "resolve", lambda host, port: ["93.184.216.34", "10.20.30.40"])
     r = signed_in(manager).post("/dashboard/webhooks/subscriptions/new/", {
         "url": "http://intranet.example/hooks", "events": ["lead.created"]})
     assert r.status_code == 400 and not Subscription.objects.exists()

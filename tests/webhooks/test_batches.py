@@ -20,6 +20,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from core import outbound
 from core.models import Event
 from tests.fakes.webhook_receiver import Answer, WebhookReceiver
 from webhooks import services, transport
@@ -179,8 +180,8 @@ def test_a_kept_connection_to_a_checked_address_is_rechecked_before_reuse(
     deliveries_attempt(delivery_ids=[first])
     assert len(transport.connections) == 1
     local_targets.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
-    monkeypatch.setattr(transport, "public_addresses",
-                        lambda host, port: [ipaddress.ip_address("127.0.0.1")])
+    monkeypatch.setattr(outbound, "public_addresses",
+                        lambda host, port, policy: [ipaddress.ip_address("127.0.0.1")])
     (attempt,) = deliveries_attempt(delivery_ids=[second])
     assert attempt.error.startswith("Refused: The host '127.0.0.1' resolves to an address that "
                                     "is not public")
@@ -192,7 +193,7 @@ def test_a_name_whose_dns_answer_changed_gets_a_new_connection_to_the_new_addres
     """Connections are kept by the resolved, checked address: the same name resolving
     elsewhere never reuses the connection to the old address."""
     answers = {"hooks.example": ["127.0.0.1"]}
-    monkeypatch.setattr(transport, "resolve", lambda host, port: answers[host])
+    monkeypatch.setattr(outbound, "resolve", lambda host, port: answers[host])
     sub = _subscription(kit, f"http://hooks.example:{receiver.port}/in")
     first, second = _backlog(kit, sub, 2)
     (ok,) = deliveries_attempt(delivery_ids=[first])

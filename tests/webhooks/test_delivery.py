@@ -15,10 +15,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core import outbound
 from core.models import Event
 from tests.factories import make_lead
 from tests.fakes.webhook_receiver import Answer
-from webhooks import services, transport
+from webhooks import services
 from webhooks.models import Delivery, DeliveryAttempt, Subscription
 from webhooks.services import deliveries_sweep, subscription_create
 
@@ -276,13 +277,13 @@ def test_a_name_that_resolves_slower_than_the_timeout_is_a_failure(
     settings.WEBHOOKS_TIMEOUT_SECONDS = 0.2
     _subscribe(kit, receiver)
     _lead_with_delivery(kit, django_capture_on_commit_callbacks)
-    real_resolve = transport.resolve
+    real_resolve = outbound.resolve
 
     def slow_resolve(host, port):
         time.sleep(0.3)
         return real_resolve(host, port)
 
-    monkeypatch.setattr(transport, "resolve", slow_resolve)
+    monkeypatch.setattr(outbound, "resolve", slow_resolve)
     attempt = attempt_now(Delivery.objects.get())
     assert attempt.status_code is None and attempt.error == "Timed out: no answer within 0.2 s."
     assert receiver.received == []

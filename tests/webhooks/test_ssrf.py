@@ -12,6 +12,7 @@ import ipaddress
 
 import pytest
 
+from core import outbound
 from tests.factories import make_lead
 from webhooks import services, transport
 from webhooks.models import Delivery, DeliveryAttempt
@@ -63,7 +64,7 @@ def dns(monkeypatch):
             raise OSError("Name or service not known")
         return list(table[host])
 
-    monkeypatch.setattr(transport, "resolve", resolve)
+    monkeypatch.setattr(outbound, "resolve", resolve)
     table.lookups = lookups
     return table
 
@@ -196,8 +197,8 @@ def test_the_connected_address_itself_is_checked(
     strict.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
     delivery = _delivery_to(kit, receiver.url(), django_capture_on_commit_callbacks)
     strict.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
-    monkeypatch.setattr(transport, "public_addresses",
-                        lambda host, port: [ipaddress.ip_address("127.0.0.1")])
+    monkeypatch.setattr(outbound, "public_addresses",
+                        lambda host, port, policy: [ipaddress.ip_address("127.0.0.1")])
     attempt = attempt_now(delivery)
     assert attempt.error == ("Refused: The host '127.0.0.1' resolves to an address that is not "
                              f"public {NOT_PUBLIC_TAIL}")
@@ -230,7 +231,7 @@ def test_a_redirect_towards_a_private_address_is_not_followed(
 
     strict.WEBHOOKS_ALLOW_HTTP = True
     real_is_public = transport.is_public
-    monkeypatch.setattr(transport, "is_public", lambda address: str(address) == "127.0.0.1"
+    monkeypatch.setattr(outbound, "is_public", lambda address: str(address) == "127.0.0.1"
                         or real_is_public(address))
     delivery = _delivery_to(kit, receiver.url(), django_capture_on_commit_callbacks)
     receiver.answer(Answer(status=307, headers={
@@ -298,7 +299,7 @@ def test_https_goes_to_the_checked_address_with_the_names_sni_and_certificate(
     assert tls_receiver.received == []
 
     trusting = ssl.create_default_context(cadata=tls_receiver.cert.decode())
-    monkeypatch.setattr(transport, "_tls_context", lambda: trusting)
+    monkeypatch.setattr(outbound, "_tls_context", lambda: trusting)
     Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=delivery.created_at)
     attempt = attempt_now(delivery)
     assert attempt.success, attempt.error
