@@ -14,8 +14,7 @@ from django.db.models import QuerySet
 from core import crypto
 from core.models import Event, EventType
 
-from .models import Invitation, StaffAccess, Tenant, User
-from .models import Invitation, ProviderHealth, Tenant, User
+from .models import Invitation, ProviderHealth, StaffAccess, Tenant, User
 
 TEAM_EVENT_TYPES = [t for t in EventType.values if t.startswith("team.")]
 

@@ -14,9 +14,10 @@ from tests.chat_helpers import chat
 # A continued turn of a visitor without a lead: the key; open (the conversation locked, the
 # message, the conversation, the event and its rollup, the history, retrieval: the full-text
 # search and the version of the tenant's vectors); apply (the conversation locked, saved); close
-# (locked, the reply, the conversation, the event and its rollup): 16 statements, and a savepoint and its release around each of the three
-# transactions inside the test's own. (Outside tests, the webhook fan-out's receiver lookup
-# follows each of the two commits that emitted events: tests do not run on-commit hooks.)
+# (locked, the reply, the conversation, the event and its rollup): 16 statements, and a savepoint
+# and its release around each of the three transactions inside the test's own. (Outside tests,
+# the webhook fan-out's receiver lookup follows each of the two commits that emitted events:
+# tests do not run on-commit hooks.)
 CONTINUED_TURN = 22
 # A first turn starts the conversation (its row, its event, the visitor's day) and has no
 # history to read.
