@@ -565,7 +565,7 @@
       bubble("assistant", t.message);
       fetch(BASE + "/api/widget/proactive?" + q({ tenant: S.tenant, id: t.id }), { method: "POST", credentials: "omit" }).catch(function () {});
       if (!matchMedia("(max-width:480px)").matches) return api.open(1);
-      teaseText.textContent = t.message;
+      teaseText.textContent = t.message.replace(/[*_`#]+/g, "");
       tease.hidden = false;
       badge.textContent = "1";
       badge.hidden = false;
