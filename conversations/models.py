@@ -236,6 +236,48 @@ class CannedReply(models.Model):
         return f"/{self.shortcut}"
 
 
+class Returning(models.TextChoices):
+    ANY = "any", "Any visitor"
+    YES = "yes", "Returning visitors only"
+    NO = "no", "First-time visitors only"
+
+
+class ProactiveMessage(models.Model):
+    """A message of the tenant's that the widget shows by itself when a visitor's page matches
+    (docs/widget.md, "Proactive messages"): a URL pattern, a time on the page, returning or
+    not, all of those given. The tenant's, both modes (the widget is live; a rule is a
+    setting). The browser decides when it fires; the service stores the message as the
+    agent's, marked ``proactive``, when the visitor replies to it (``turn_open``).
+
+    ``shown_count`` and ``replied_count`` are the widget's reports and the replies stored: a
+    rough guide to what works, not an audit (anyone may report a showing)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    message = models.CharField(max_length=500)
+    # "/pricing" (a prefix of the page's path), "/blog/*/pricing" (* is any run of characters),
+    # or a whole URL ("https://shop.example/*"); empty: every page.
+    url_pattern = models.CharField(max_length=200, blank=True)
+    seconds_on_page = models.PositiveIntegerField(default=0)
+    returning = models.CharField(max_length=3, choices=Returning.choices, default=Returning.ANY)
+    active = models.BooleanField(default=True)
+    priority = models.PositiveSmallIntegerField(default=100)  # lower first, when several match
+    shown_count = models.PositiveIntegerField(default=0)
+    replied_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["priority", "created_at", "id"]
+        # The widget's configuration reads the tenant's active ones, in order, at each load.
+        indexes = [models.Index(fields=["tenant", "active", "priority", "created_at"],
+                                name="proactive_active")]
+
+    def __str__(self) -> str:
+        return self.message[:60]
+
+
 class ConversationRead(models.Model):
     """How far a person of the staff has read a conversation: its message count when they last
     had it open. Messages beyond it are unread to them (the list's markers)."""
@@ -285,6 +327,9 @@ class Message(models.Model):
     sources = models.JSONField(default=list, blank=True)  # knowledge documents the reply used
     # Set when a stream ended before the reply was complete (client gone, provider failed).
     interrupted = models.BooleanField(default=False)
+    # The tenant's proactive message the visitor replied to (``ProactiveMessage``), stored as
+    # the agent's just before that reply: shown as such to the staff and on the API.
+    proactive = models.BooleanField(default=False)
     # The path an agent reply took (docs/agent.md): whose analysis ("model", "fallback"), who
     # wrote it, and why it ended early, if it did ("cap", "repetition", "grounding", …).
     turn = models.JSONField(default=dict, blank=True)

@@ -82,6 +82,8 @@ def v1_message(message: Message) -> dict[str, Any]:
     if message.role == "assistant":
         data["intent"] = message.intent or None
         data["confidence"] = message.confidence
+        if getattr(message, "proactive", False):
+            data["proactive"] = True  # the tenant's proactive message (docs/widget.md)
     data["createdAt"] = format_timestamp(message.created_at)
     return data
 

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
@@ -24,6 +25,7 @@ from .models import (
     Message,
     Note,
     OutboundEmail,
+    ProactiveMessage,
     Tag,
 )
 
@@ -293,6 +295,28 @@ def tag_get(*, tenant: Tenant, tag_id: uuid.UUID | str) -> Tag | None:
 def canned_replies(*, tenant: Tenant) -> list[CannedReply]:
     """The tenant's canned replies, by shortcut."""
     return list(CannedReply.objects.filter(tenant=tenant).order_by("shortcut", "id"))
+
+
+def proactive_messages(*, tenant: Tenant) -> list[ProactiveMessage]:
+    """The tenant's proactive messages, in the order the widget tries them (at most
+    ``services.proactive.MAX_PROACTIVE``)."""
+    return list(ProactiveMessage.objects.filter(tenant=tenant).order_by("priority", "created_at",
+                                                                          "id"))
+
+
+def proactive_message_get(*, tenant: Tenant, proactive_id: uuid.UUID) -> ProactiveMessage | None:
+    return ProactiveMessage.objects.filter(tenant=tenant, pk=proactive_id).first()
+
+
+def widget_proactive_messages(*, tenant: Tenant) -> list[dict[str, Any]]:
+    """What the widget's configuration says of the tenant's active proactive messages, in the
+    order it tries them (docs/widget.md, "Proactive messages")."""
+    rows = (ProactiveMessage.objects.filter(tenant=tenant, active=True)
+            .order_by("priority", "created_at", "id")
+            .values_list("pk", "message", "url_pattern", "seconds_on_page", "returning"))
+    return [{"id": pk.hex, "message": message, "url": pattern or None, "seconds": seconds,
+             "returning": {"yes": True, "no": False}.get(returning)}
+            for pk, message, pattern, seconds, returning in rows]
 
 
 def canned_reply_get(*, tenant: Tenant, reply_id: uuid.UUID) -> CannedReply | None:

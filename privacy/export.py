@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from conversations import presenters as conversation_presenters
 from conversations.events import meeting_facts
-from conversations.models import Meeting, Message, OutboundEmail
+from conversations.models import Meeting, Message, Note, OutboundEmail
 from core import ids
 from core.models import Event
 from core.timestamps import format_timestamp
@@ -45,6 +45,7 @@ def document(person: Person) -> dict[str, Any]:
         "meetings": [conversation_presenters.v1_meeting(meeting_facts(m)) for m in meetings],
         "emails": [_email(email) for email in emails],
         "consents": [_consent(c) for c in conversations if _consent_of(c)],
+        "notes": [_note(note) for note in _notes(person)],
         "events": [_event(e) for e in _events(person)],
     }
 
@@ -80,6 +81,26 @@ def _consent_of(conversation) -> dict[str, Any] | None:
 
 def _consent(conversation) -> dict[str, Any]:
     return {"conversationId": ids.encode("conv", conversation.pk), **_consent_of(conversation)}
+
+
+def _notes(person: Person):
+    """The staff's internal notes on the person's leads and conversations (one query). A note
+    on another record that names the person is not theirs: docs/privacy.md, "Export"."""
+    return Note.objects.filter(tenant=person.tenant, livemode=person.livemode).filter(
+        Q(lead__in=person.lead_ids) | Q(conversation__in=person.conversation_ids)
+    ).select_related("author").order_by("created_at", "pk")
+
+
+def _note(note: Note) -> dict[str, Any]:
+    author = note.author
+    return {
+        "leadId": ids.encode("lead", note.lead_id),
+        "conversationId": ids.encode("conv", note.conversation_id),
+        "author": {"id": ids.encode("user", author.pk), "name": author.display_name}
+        if author is not None else None,
+        "content": note.content,
+        "createdAt": format_timestamp(note.created_at),
+    }
 
 
 def _email(email: OutboundEmail) -> dict[str, Any]:

@@ -73,6 +73,8 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "conversations.Tag": (NOBODY, "the tenant's labels; which conversation has one is a row "
                                   "without text, deleted with the conversation"),
     "conversations.CannedReply": (NOBODY, "replies the staff wrote, with placeholders"),
+    "conversations.ProactiveMessage": (NOBODY, "messages the staff wrote for the widget to show, "
+                                               "with their conditions and counts"),
     "calendars.CalendarConnection": (NOBODY, "the reps' calendars"),
     "otp_totp.TOTPDevice": (NOBODY, "the staff's second factor"),
     "otp_static.StaticDevice": (NOBODY, "the staff's backup codes"),

@@ -94,6 +94,9 @@ class MessageSerializer(serializers.Serializer):
     content = serializers.CharField()
     intent = serializers.CharField(required=False, allow_null=True)
     confidence = serializers.FloatField(required=False, allow_null=True)
+    proactive = serializers.BooleanField(
+        required=False, help_text="Present (true) on the tenant's proactive message that the "
+                                  "widget showed and the visitor replied to (docs/widget.md).")
     createdAt = TimestampField()
 
 

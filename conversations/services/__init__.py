@@ -10,7 +10,8 @@
 - ``emails``: the emails events call for, their sending and retries;
 - ``team``: the team's changes that reach conversations and email (invitations, deactivation);
 - ``tags``, ``notes``, ``canned``, ``reads``: the staff's inbox (tags, internal notes, canned
-  replies, unread markers).
+  replies, unread markers);
+- ``proactive``: the tenant's proactive messages, and the one a visitor replies to.
 
 Services save their rows and emit events (``conversations.events``); what follows from an event
 (counts, analytics, webhooks, live pushes) is its subscribers' work.
@@ -21,6 +22,12 @@ from .drivers import run_turn, stream_turn
 from .lifecycle import conversation_close, conversation_delete, conversations_expire_idle
 from .meetings import MeetingNotChangeable, meeting_cancel, meeting_reschedule
 from .notes import note_create, note_delete
+from .proactive import (
+    proactive_message_create,
+    proactive_message_delete,
+    proactive_message_shown,
+    proactive_message_update,
+)
 from .reads import conversation_mark_read
 from .staff import (
     conversation_assign,
@@ -54,7 +61,9 @@ __all__ = [
     "conversation_assign", "conversation_close", "conversation_delete", "conversation_hand_back",
     "conversation_mark_read", "conversation_reply_as_human", "conversation_tag_add",
     "conversation_tag_remove", "conversation_take_over", "conversations_expire_idle",
-    "meeting_cancel", "meeting_reschedule", "note_create", "note_delete", "run_turn",
+    "meeting_cancel", "meeting_reschedule", "note_create", "note_delete",
+    "proactive_message_create", "proactive_message_delete", "proactive_message_shown",
+    "proactive_message_update", "run_turn",
     "stream_turn", "suggested_actions", "tag_create", "tag_delete", "tag_update", "turn_apply",
     "turn_close", "turn_open",
 ]

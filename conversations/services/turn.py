@@ -69,6 +69,7 @@ from ..models import (
 from . import capture, routing
 from .lifecycle import conversation_end, conversation_start, hand_off
 from .messages import append_message
+from .proactive import proactive_reply_opening
 
 HISTORY_LIMIT = 20
 HIGH_VALUE_INTENTS = {"purchase_intent", "demo_request", "booking"}
@@ -111,6 +112,9 @@ class TurnInput:
     consent: Acceptance | None = None
     # The visitor's browser asks not to be tracked (DNT: 1 or Sec-GPC: 1).
     do_not_track: bool = False
+    # The tenant's proactive message this message replies to (the widget's
+    # ``metadata.proactive``): stored as the agent's first (docs/widget.md).
+    proactive_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +209,8 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
     now = timezone.now()
     inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now, consent=consent)
+    if inp.proactive_id is not None:
+        proactive_reply_opening(conversation, proactive_id=inp.proactive_id, now=now)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
     silent = conversation.status == ConversationStatus.HANDED_OFF
     # Decided under the conversation's lock: two messages at once get one notice.
@@ -265,6 +271,7 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
     """
     metadata = dict(inp.metadata)
     slot = metadata.pop("slot", None)
+    proactive = _uuid_or_none(metadata.pop("proactive", None))
     zone = scheduling.visitor_zone(metadata.pop("timezone", None))
     request_meta = inp.request_meta
     if inp.do_not_track and inp.tenant.honour_do_not_track:
@@ -272,7 +279,16 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
     if zone:
         metadata["timezone"] = zone
     chosen = slot if isinstance(slot, str) and scheduling.parse_token(slot) else None
-    return replace(inp, metadata=metadata, request_meta=request_meta), chosen
+    return replace(inp, metadata=metadata, request_meta=request_meta,
+                   proactive_id=inp.proactive_id or proactive), chosen
+
+
+def _uuid_or_none(value: Any) -> uuid.UUID | None:
+    """The id of a proactive message as the widget sends it (32 hex digits), else None."""
+    try:
+        return uuid.UUID(hex=value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _wish(text: str, earlier: list[_Earlier], *, language: str, today: date

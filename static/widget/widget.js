@@ -56,6 +56,11 @@
       if (value == null) window.localStorage.removeItem(k); else window.localStorage.setItem(k, value);
     } catch (e) { if (value == null) delete memory[k]; else memory[k] = value; }
   }
+  // Per browser tab (sessionStorage): the proactive messages shown, a close, returning or not.
+  function sess(name, value) {
+    var k = key(name);
+    try { return value === undefined ? sessionStorage.getItem(k) : sessionStorage.setItem(k, value); } catch (e) { return value === undefined ? memory[k] : (memory[k] = value); }
+  }
   function randomId() {
     var a = new Uint8Array(12);
     (window.crypto || window.msCrypto).getRandomValues(a);
@@ -162,6 +167,10 @@
     ".send svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
     "button:focus-visible,a:focus-visible,textarea:focus-visible,.log:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}",
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
+    ".pro .greeting{display:none}",
+    ".tease{position:fixed;bottom:90px;right:20px;max-width:calc(100vw - 40px);width:290px;display:flex;align-items:flex-start;background:#fff;border-radius:14px;box-shadow:0 12px 40px rgba(0,0,0,.25);z-index:2147483000}",
+    ".left .tease{right:auto;left:20px}",
+    ".tease button{font:inherit;color:inherit;background:none;border:0;cursor:pointer;text-align:left;padding:12px;max-height:8em;overflow:hidden}.tease .tx{color:#4b5563}",
     "@media (max-width:480px){.panel{inset:0;width:100%;max-width:none;height:100%;max-height:none;border-radius:0}.open .launcher{display:none}}"
   ].join("");
 
@@ -221,7 +230,14 @@
   panel.appendChild(log);
   panel.appendChild(consent);
   panel.appendChild(form);
+  // On a phone a proactive message waits beside the launcher: the panel would fill the screen.
+  var tease = el("div", { "class": "tease", role: "status", hidden: "" });
+  var teaseText = el("button", { type: "button" });
+  var teaseX = el("button", { "class": "tx", type: "button", "aria-label": "Dismiss" }, "×");
+  tease.appendChild(teaseText);
+  tease.appendChild(teaseX);
   wrap.appendChild(launcher);
+  wrap.appendChild(tease);
   wrap.appendChild(panel);
   adoptStyles(root, CSS);
   root.appendChild(wrap);
@@ -394,6 +410,8 @@
     var metadata = quiet ? {} : { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) };
     for (var k in extra || {}) metadata[k] = extra[k];
     if (zone()) metadata.timezone = zone();
+    // The proactive message replied to: stored before this message, as the agent's.
+    if (S.pro) metadata.proactive = S.pro;
     var payload = { message: text, visitorId: S.visitorId, stream: true, metadata: metadata };
     if (S.sessionId) payload.sessionId = S.sessionId;
     if (S.config.consent) payload.consent = accepted();
@@ -421,6 +439,7 @@
         if (tenant !== S.tenant) return;
         if (name === "message_start") {
           started = true;
+          S.pro = 0;
           S.seen[data.id] = 1;
           setSession(data.sessionId);
         } else if (name === "content_delta") {
@@ -522,10 +541,44 @@
     };
   }
 
+  // --- proactive messages (docs/widget.md): the first, in order, whose conditions all hold ----
+  // A pattern without * is a prefix of the page's path (and query); with *, the whole of it;
+  // one starting with http(s): the whole address.
+  function pageIs(p) {
+    var full = /^https?:/.test(p);
+    return new RegExp("^" + p.split("*").map(function (x) { return x.replace(/[.+?^${}()|[\]\\]/g, "\\$&"); }).join(".*") + (/\*/.test(p) ? "$" : ""))
+      .test(full ? location.href : location.pathname + location.search);
+  }
+  function proact() {
+    var list = (S.config && S.config.proactive) || [], a = document.activeElement, wait = 0;
+    if (S.fired || S.isOpen || sess("closed")) return;
+    // Never while the visitor types: in the page's fields or in the widget's box.
+    var typing = a === host ? !!input.value : a && (/^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName) || a.isContentEditable);
+    for (var i = 0, t; (t = list[i]); i++) {
+      if (sess("p" + t.id) || (t.url && !pageIs(t.url)) || (t.returning != null && t.returning !== !!sess("ret"))) continue;
+      wait = 1;
+      if (typing || performance.now() < t.seconds * 1000) continue;
+      S.fired = 1;
+      S.pro = t.id;
+      sess("p" + t.id, "1");
+      wrap.classList.add("pro");
+      bubble("assistant", t.message);
+      fetch(BASE + "/api/widget/proactive?" + q({ tenant: S.tenant, id: t.id }), { method: "POST", credentials: "omit" }).catch(function () {});
+      if (!matchMedia("(max-width:480px)").matches) return api.open(1);
+      teaseText.textContent = t.message.replace(/[*_`#]+/g, "");
+      tease.hidden = false;
+      badge.textContent = "1";
+      badge.hidden = false;
+      return;
+    }
+    if (wait) S.pt = later(proact, 500);
+  }
+
   // --- configuration, tenant, session -------------------------------------------------------
   // again: after an acceptance, or a refusal for want of one (the notice may be new).
   function start(fresh, again) {
     S.visitorId = load("visitor");
+    if (sess("ret") == null) sess("ret", S.visitorId ? "1" : "");
     if (!S.visitorId) { S.visitorId = randomId(); store("visitor", S.visitorId); }
     if (fresh) store("session", null);
     S.sessionId = load("session");
@@ -549,6 +602,8 @@
         if (!host.isConnected) document.body.appendChild(host);
         if (S.sessionId && !pending()) connectLive();
         if (S.wantOpen) api.open();
+        clearTimeout(S.pt);
+        proact();
       })
       .catch(function (err) {
         if (tenant !== S.tenant || S.destroyed) return;
@@ -563,7 +618,7 @@
     timers.forEach(clearTimeout);
     timers = [];
     setSending(false);
-    S.failed = false; S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
+    S.failed = false; S.pro = 0; S.fired = 0; tease.hidden = true; S.seen = {}; S.status = null; S.deferred = []; S.talked = false; S.unread = 0; S.retries = 0;
     badge.hidden = true;
     untype();
     log.textContent = "";
@@ -574,6 +629,8 @@
   // Escape closes the open widget from its launcher too, not only from inside the panel.
   on(launcher, "keydown", function (e) { if (e.key === "Escape" && S.isOpen) { e.stopPropagation(); api.close(); } });
   on(closer, "click", function () { api.close(); });
+  on(teaseText, "click", function () { api.open(); });
+  on(teaseX, "click", function () { tease.hidden = badge.hidden = true; sess("closed", "1"); launcher.focus(); });
   on(form, "submit", function (e) {
     e.preventDefault();
     var text = input.value;
@@ -608,11 +665,13 @@
   });
 
   var api = {
-    open: function () {
+    // quiet: a proactive message opened it, and the focus stays where the visitor has it.
+    open: function (quiet) {
       if (S.destroyed) return;
       S.wantOpen = true;
       if (!S.config && !S.failed) return;
       S.isOpen = true;
+      tease.hidden = true;
       panel.hidden = false;
       wrap.classList.add("open");
       launcher.setAttribute("aria-expanded", "true");
@@ -620,11 +679,13 @@
       S.unread = 0;
       badge.hidden = true;
       scroll();
-      (pending() ? acceptBtn : input).focus();
+      if (quiet !== 1) (pending() ? acceptBtn : input).focus();
     },
     close: function () {
       if (S.destroyed) return;
       S.wantOpen = false;
+      // No proactive message after that, in this tab.
+      if (S.isOpen) sess("closed", "1");
       var inside = root.activeElement != null;
       S.isOpen = false;
       panel.hidden = true;

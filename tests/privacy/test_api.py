@@ -252,3 +252,41 @@ def test_an_erasure_finds_the_person_in_the_history_of_an_earlier_lead(api, kit,
     from .scan import traces
 
     assert traces(["sam@umbrella.io", "Sam Quill"]) == []
+
+
+
+def test_the_export_holds_the_staffs_notes_on_the_persons_records_and_erasure_takes_them(
+        api, kit, rep):
+    from conversations.models import Note
+    from conversations.services import note_create
+
+    sid = chat(api, kit, "Hi, I'm Dana Scully, dana@fbi.example",
+               visitor="visitor-dana").json()["sessionId"]
+    dana = Lead.objects.get(email="dana@fbi.example")
+    fox = make_lead(kit, email="fox@fbi.example", name="Fox Mulder")
+    conversation = Conversation.objects.get(pk=sid[5:])
+    note_create(tenant=kit.tenant, livemode=True, author=rep, conversation=conversation,
+                content="Asked twice about the annual plan")
+    note_create(tenant=kit.tenant, livemode=True, author=rep, lead=dana,
+                content="Decides for her team of 40")
+    # A note on someone else's lead that names Dana is Fox's record, not hers (docs/privacy.md).
+    note_create(tenant=kit.tenant, livemode=True, author=rep, lead=fox,
+                content="Works with Dana Scully on the budget")
+
+    doc = api.get("/api/v1/privacy/exports?email=dana@fbi.example", headers=kit.auth()).json()
+    notes = doc["notes"]
+    assert [n["content"] for n in notes] == ["Asked twice about the annual plan",
+                                             "Decides for her team of 40"]
+    assert notes[0]["conversationId"] == "conv_" + sid[5:] and notes[0]["leadId"] is None
+    assert notes[1]["leadId"] == f"lead_{dana.pk.hex}" and notes[1]["conversationId"] is None
+    assert all(n["author"] == {"id": f"user_{rep.pk.hex}", "name": rep.display_name}
+               for n in notes)
+    assert all(n["createdAt"].endswith("Z") for n in notes)
+    assert "budget" not in str(notes)
+
+    # DELETE /leads/{id} erases the person behind the lead before its 204 (docs/privacy.md).
+    r = api.delete(f"/api/v1/leads/lead_{dana.pk.hex}", headers=kit.auth())
+    assert r.status_code == 204, r.content
+    # Her notes went with her records; the note on Fox's lead stays.
+    assert list(Note.objects.filter(tenant=kit.tenant).values_list("content", flat=True)) == [
+        "Works with Dana Scully on the budget"]

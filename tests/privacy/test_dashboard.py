@@ -25,6 +25,10 @@ def sam(api, kit):
 
 
 def test_a_rep_exports_the_persons_data(kit, rep, sam):
+    from conversations.services import note_create
+
+    note_create(tenant=kit.tenant, livemode=True, author=rep, lead=sam,
+                content="Wants the orbital model")
     client = signed_in(rep)
     page = client.get(f"/dashboard/leads/{sam.pk}/")
     assert b"Export data" in page.content and b"Erase this person" not in page.content
@@ -33,6 +37,8 @@ def test_a_rep_exports_the_persons_data(kit, rep, sam):
     doc = json.loads(r.content)
     assert doc["leads"][0]["email"] == "sam.quill@umbrella.io"
     assert "We evaluate telescopes for the observatory" in r.content.decode()
+    assert [(n["content"], n["author"]["name"]) for n in doc["notes"]] == [
+        ("Wants the orbital model", rep.display_name)]
 
 
 def test_a_rep_may_not_erase(kit, rep, sam):

@@ -27,7 +27,7 @@ def test_widget_config_defaults_and_errors(api, kit):
     assert r.json() == {"tenant": kit.tenant.public_id, "name": "Acme Inc", "title": "Chat with us",
                         "greeting": "Hi! How can we help you today?", "position": "bottom-right",
                         "theme": {"primaryColor": "#2563eb", "textColor": "#ffffff"},
-                        "consent": None, "honourDoNotTrack": False}
+                        "consent": None, "honourDoNotTrack": False, "proactive": []}
     assert r.headers["cache-control"] == "public, max-age=60"
     assert api.get("/api/widget?tenant=tn_nope").json() == {"error": "Unknown tenant."}
     r = api.get("/api/widget")

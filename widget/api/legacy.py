@@ -25,6 +25,8 @@ from config.api.views import PublicLegacyAPIView
 from conversations import live
 from conversations.api.sse import event_schema, event_stream_response, frame
 from conversations.models import Conversation, ConversationStatus
+from conversations.selectors import widget_proactive_messages
+from conversations.services import proactive_message_shown
 from core.errors import NotFound
 from tenants.cors import widget_origin_check
 from tenants.models import Tenant
@@ -72,6 +74,21 @@ class WidgetConfigSerializer(serializers.Serializer):
     consent = ConsentNoticeField(allow_null=True)
     honourDoNotTrack = serializers.BooleanField(  # noqa: N815 - the API's field name
         help_text="The widget sends no page metadata when the browser asks not to be tracked.")
+    proactive = serializers.ListField(
+        child=inline_serializer(name="WidgetProactiveMessage", fields={
+            "id": serializers.CharField(help_text="32 hex digits; sent back as the reply's "
+                                                  "metadata.proactive."),
+            "message": serializers.CharField(),
+            "url": serializers.CharField(allow_null=True, help_text=(
+                "A path prefix (\"/pricing\"), a pattern where * is any run of characters "
+                "(\"/blog/*/pricing\"), or a whole URL starting with http(s)://; null: any "
+                "page.")),
+            "seconds": serializers.IntegerField(min_value=0, help_text="Seconds on the page."),
+            "returning": serializers.BooleanField(allow_null=True, help_text=(
+                "true: returning visitors only; false: first-time visitors only; null: any.")),
+        }),
+        help_text="The tenant's active proactive messages, in the order the widget tries them "
+                  "(docs/widget.md, \"Proactive messages\").")
 
 
 def _tenant_in_query(request) -> Tenant | None:
@@ -132,6 +149,7 @@ class WidgetConfigView(PublicLegacyAPIView):
                          "link": tenant.consent_link or None}
                         if tenant.consent_required else None),
             "honourDoNotTrack": tenant.honour_do_not_track,
+            "proactive": widget_proactive_messages(tenant=tenant),
         })
         # Short: a change in the dashboard shows on the customer's site within a minute.
         response["Cache-Control"] = "public, max-age=60"
@@ -237,4 +255,37 @@ class TypingView(PublicLegacyAPIView):
             raise NotFound("No such chat session for this visitor.")
         if status == ConversationStatus.HANDED_OFF:
             live.typing(query["sessionId"], role="user")
+        return HttpResponse(status=204)
+
+
+class ProactiveQuery(serializers.Serializer):
+    tenant = serializers.CharField(max_length=40, help_text="The tenant's public id.")
+    id = serializers.UUIDField(help_text="The proactive message's id, as the configuration "
+                                         "gives it.")
+
+
+class ProactiveShownView(PublicLegacyAPIView):
+    """``POST /api/widget/proactive?tenant=&id=``: the widget showed this proactive message to a
+    visitor (its count on the dashboard). Nothing about the visitor is sent or kept; without a
+    body, so that a browser sends it without a CORS preflight."""
+
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
+
+    @extend_schema(
+        operation_id="legacy_widget_proactive_shown",
+        auth=[],
+        request=None,
+        parameters=[ProactiveQuery],
+        responses={204: OpenApiResponse(description="Counted."),
+                   **legacy_errors(400, 403, 404, public=True)},
+    )
+    def post(self, request):
+        query = parse_query(request, ProactiveQuery)
+        tenant = _tenant(query["tenant"])
+        widget_origin_check(request, tenant)
+        if not proactive_message_shown(tenant=tenant, proactive_id=query["id"]):
+            raise NotFound("No such active proactive message.")
         return HttpResponse(status=204)
