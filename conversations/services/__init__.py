@@ -10,7 +10,8 @@
 - ``emails``: the emails events call for, their sending and retries;
 - ``team``: the team's changes that reach conversations and email (invitations, deactivation);
 - ``tags``, ``notes``, ``canned``, ``reads``: the staff's inbox (tags, internal notes, canned
-  replies, unread markers).
+  replies, unread markers);
+- ``ratings``: the visitor's satisfaction rating of an ended conversation.
 
 Services save their rows and emit events (``conversations.events``); what follows from an event
 (counts, analytics, webhooks, live pushes) is its subscribers' work.
@@ -21,6 +22,7 @@ from .drivers import run_turn, stream_turn
 from .lifecycle import conversation_close, conversation_delete, conversations_expire_idle
 from .meetings import MeetingNotChangeable, meeting_cancel, meeting_reschedule
 from .notes import note_create, note_delete
+from .ratings import conversation_rate
 from .reads import conversation_mark_read
 from .staff import (
     conversation_assign,
@@ -52,7 +54,7 @@ __all__ = [
     "Acceptance", "ConsentRequired", "MeetingNotChangeable", "OpenedTurn", "SessionNotFound",
     "TurnInput", "TurnOutcome", "canned_reply_create", "canned_reply_delete", "canned_reply_update",
     "conversation_assign", "conversation_close", "conversation_delete", "conversation_hand_back",
-    "conversation_mark_read", "conversation_reply_as_human", "conversation_tag_add",
+    "conversation_mark_read", "conversation_rate", "conversation_reply_as_human", "conversation_tag_add",
     "conversation_tag_remove", "conversation_take_over", "conversations_expire_idle",
     "meeting_cancel", "meeting_reschedule", "note_create", "note_delete", "run_turn",
     "stream_turn", "suggested_actions", "tag_create", "tag_delete", "tag_update", "turn_apply",

@@ -22,9 +22,9 @@ from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
 from conversations.api.sse import event_stream_response, frame
 from conversations.models import Channel, ConversationStatus
-from core.timestamps import parse_timestamp
 from conversations.search import MAX_QUERY, excerpt
 from conversations.visitor import visitor_of
+from core.timestamps import parse_timestamp
 from tenants import selectors as tenant_selectors
 from tenants.models import StaffAccessAction
 from tenants.services import record_staff_access
