@@ -18,7 +18,7 @@ class LauncherIcon(models.TextChoices):
     CHAT = "chat", "Chat bubble"
     QUESTION = "question", "Question mark"
     HEADSET = "headset", "Headset"
-    NONE = "none", "No icon (text only)"
+    NONE = "none", "No icon"
 
 
 LAUNCHER_TEXT_CHARS = 30

@@ -781,14 +781,14 @@ def suggested_actions(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan | No
                         "message": phrase(ctx.language, "slot_choice", slot=slot.label),
                         "metadata": {"slot": slot.token}})
     if plan.booking_url:
-        actions.append({"type": "link", "label": "Book a discovery call", "url": plan.booking_url})
+        actions.append({"type": "link", "label": phrase(ctx.language, "action_book_call"),
+                        "url": plan.booking_url})
     for passage in cited:
         if passage.url:
             actions.append({"type": "link", "label": passage.title[:80], "url": passage.url})
     if analysis.intent == "greeting" and not ctx.history:
-        actions += [
-            {"type": "reply", "label": "See pricing", "message": "How much does it cost?"},
-            {"type": "reply", "label": "Book a demo", "message": "I'd like to book a demo."},
-            {"type": "reply", "label": "Talk to a person", "message": "Can I talk to a person?"},
-        ]
+        # In the conversation's language: the message is the visitor's next, in their words.
+        actions += [{"type": "reply", "label": phrase(ctx.language, f"action_{name}"),
+                     "message": phrase(ctx.language, f"action_{name}_says")}
+                    for name in ("pricing", "demo", "person")]
     return actions

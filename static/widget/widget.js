@@ -524,7 +524,7 @@
     S.status = data.status;
     if (data.status === "closed" || data.status === "expired") {
       closeLive();
-      if (!quiet) { notice("ended"); if (data.status === "closed") rate(); }
+      if (!quiet) { clearActions(); notice("ended"); if (data.status === "closed") rate(); }
     } else if (data.notice) {
       // Who will reply, or who joined: stored state, so a reload (quiet) shows it again; once.
       var shown = log.querySelectorAll(".notice");

@@ -106,3 +106,19 @@ def test_the_services_words_follow_the_widgets_language(api, kit):
     # A language the agent does not speak is not kept.
     r = widget_chat(api, kit, "ok", widgetLanguage="ja")
     assert "widgetLanguage" not in Conversation.objects.get(pk=r.json()["sessionId"]).metadata
+
+
+@pytest.mark.parametrize("language, hello", [("fr", "Bonjour"), ("de", "Hallo"), ("es", "Hola")])
+def test_the_first_suggested_replies_are_in_the_conversations_language(api, kit, language, hello):
+    """The greeting's buttons (the service's words) in the visitor's language, and each sends a
+    message the agent understands in it."""
+    r = widget_chat(api, kit, hello, widgetLanguage=language)
+    actions = r.json()["suggestedActions"]
+    assert [a["label"] for a in actions] == [
+        phrase(language, f"action_{name}") for name in ("pricing", "demo", "person")]
+    pricing = api.post(f"/api/chat?tenant={kit.tenant.public_id}", json={
+        "message": actions[0]["message"], "visitorId": "v_lang", "sessionId": r.json()["sessionId"]})
+    assert pricing.json()["intent"] == "pricing", pricing.json()
+    person = api.post(f"/api/chat?tenant={kit.tenant.public_id}", json={
+        "message": actions[2]["message"], "visitorId": "v_lang", "sessionId": r.json()["sessionId"]})
+    assert person.json()["handoff"], person.json()

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='widgetsettings',
             name='launcher_icon',
-            field=models.CharField(choices=[('chat', 'Chat bubble'), ('question', 'Question mark'), ('headset', 'Headset'), ('none', 'No icon (text only)')], default='chat', max_length=10),
+            field=models.CharField(choices=[('chat', 'Chat bubble'), ('question', 'Question mark'), ('headset', 'Headset'), ('none', 'No icon')], default='chat', max_length=10),
         ),
         migrations.AddField(
             model_name='widgetsettings',
