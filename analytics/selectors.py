@@ -5,12 +5,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from conversations.models import Conversation, Rating
 from core.models import Event
 from leads.models import LeadDailyCount
 from leads.vocabulary import LEGACY_OF_STORED, LEGACY_STATUSES
@@ -307,3 +308,19 @@ def widget_seen(*, tenant: Tenant) -> bool:
     """Whether the tenant's widget has been loaded anywhere: a load that names its visitor
     (``/api/widget``) counts in its visitor's ``VisitorDay``."""
     return VisitorDay.objects.filter(tenant=tenant, loads__gt=0).exists()
+
+
+def analytics_satisfaction(*, tenant: Tenant, livemode: bool, period: Period) -> dict[str, Any]:
+    """The visitors' ratings of the period's conversations (by start, as ``handoffRate``):
+    how many were rated, how many good, and ``satisfactionRate`` = good ÷ rated (0 without a
+    rating). Shown on the dashboard beside the handoff rate (docs/analytics.md). One query, on
+    the partial index of rated conversations."""
+    start = datetime.combine(period.start, datetime.min.time(), tzinfo=UTC)
+    end = datetime.combine(period.end + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    counts = Conversation.objects.filter(
+        tenant=tenant, livemode=livemode, rated_at__isnull=False,
+        started_at__gte=start, started_at__lt=end,
+    ).aggregate(rated=Count("pk"), good=Count("pk", filter=Q(rating=Rating.GOOD)))
+    return {"rated": counts["rated"], "good": counts["good"],
+            "bad": counts["rated"] - counts["good"],
+            "satisfactionRate": _ratio(counts["good"], counts["rated"])}

@@ -87,12 +87,19 @@ def message_payload(message: Message) -> dict[str, Any]:
                     created_at=format_timestamp(message.created_at))
 
 
+def spoken_language(language: str, metadata: dict[str, Any] | None) -> str:
+    """The language of the service's notices: the conversation's, else the one the widget shows
+    its words in (docs/widget.md, "Languages"), else English."""
+    return language or (metadata or {}).get("widgetLanguage") or "en"
+
+
 def status_payload(conversation: Conversation) -> dict[str, Any]:
     """The conversation's status as the live streams show it (``tenant`` and ``assigned_to``
     loaded with it)."""
     agent = conversation.assigned_to if conversation.assigned_to_id else None
     return _status(conversation.status, agent, joined=conversation.joined_at is not None,
-                   language=conversation.language, hours=conversation.tenant.business_hours)
+                   language=spoken_language(conversation.language, conversation.metadata),
+                   hours=conversation.tenant.business_hours)
 
 
 def _person(user_id: str | None) -> User | None:
@@ -108,8 +115,10 @@ def _status_of(event: Event) -> dict[str, Any]:
     """The status an event records, in the conversation's language and with the tenant's
     business hours as they are now."""
     conversation = event.facts["conversation"]
-    language, hours = (Conversation.objects.filter(pk=event.conversation_id)
-                       .values_list("language", "tenant__business_hours").first() or ("", ""))
+    language, metadata, hours = (Conversation.objects.filter(pk=event.conversation_id)
+                                 .values_list("language", "metadata", "tenant__business_hours")
+                                 .first() or ("", {}, ""))
+    language = spoken_language(language, metadata)
     return _status(conversation["status"], _person(conversation["assigned_to_id"]),
                    joined=conversation.get("joined_at") is not None, language=language,
                    hours=hours)

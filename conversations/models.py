@@ -30,6 +30,11 @@ class ConversationStatus(models.TextChoices):
     EXPIRED = "expired", "Expired"
 
 
+class Rating(models.TextChoices):
+    GOOD = "good", "Good"
+    BAD = "bad", "Bad"
+
+
 # The legacy surface's words for the same states (docs/conversations.md).
 LEGACY_STATUS = {
     ConversationStatus.ACTIVE: "active",
@@ -79,6 +84,11 @@ class Conversation(models.Model):
     # The visitor's acceptance of the tenant's notice (docs/widget.md, "Consent"): {version,
     # text, link, acceptedAt}, the words they accepted and when; null when none was required.
     consent = models.JSONField(null=True, blank=True)
+    # The visitor's satisfaction rating when it closed (docs/widget.md, "Rating"): one per
+    # conversation, a later one replaces it; the comment is the visitor's words, erased with it.
+    rating = models.CharField(max_length=4, choices=Rating.choices, blank=True)
+    rating_comment = models.TextField(blank=True)
+    rated_at = models.DateTimeField(null=True, blank=True)
     offered_slots = models.JSONField(default=list, blank=True)  # slot tokens last offered
     high_value_notified = models.BooleanField(default=False)  # intent.high_value fires once
     message_count = models.PositiveIntegerField(default=0)
@@ -114,6 +124,9 @@ class Conversation(models.Model):
                          name="conv_unassigned"),
             models.Index(fields=["assigned_to"], condition=models.Q(status="handed_off"),
                          name="conv_open_handoffs"),
+            # Analytics' satisfaction: the rated conversations of a period (by start).
+            models.Index(fields=["tenant", "livemode", "started_at"],
+                         condition=models.Q(rated_at__isnull=False), name="conv_rated"),
         ]
 
     def __str__(self) -> str:

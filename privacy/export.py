@@ -71,6 +71,10 @@ def _conversation(conversation, messages: list[Message]) -> dict[str, Any]:
         "contact": dict(conversation.contact),
         "metadata": conversation_presenters.v1_metadata(conversation),
         "consent": _consent_of(conversation),
+        # The visitor's satisfaction rating and its comment (docs/widget.md, "Rating").
+        "rating": ({"rating": conversation.rating, "comment": conversation.rating_comment,
+                    "ratedAt": format_timestamp(conversation.rated_at)}
+                   if conversation.rated_at else None),
         "messages": [conversation_presenters.v1_message(m) for m in messages],
     }
 

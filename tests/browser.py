@@ -7,8 +7,10 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -39,7 +41,7 @@ HOST_PAGE = """<!doctype html>
     window.addEventListener(name, function (e) {{ window.__events.push({{type: name, detail: e.detail}}); }});
   }});
 </script>
-<script src="{base}/widget.js" data-tenant="{tenant}" async></script>
+<script src="{base}/widget.js" data-tenant="{tenant}"{attrs} async></script>
 </body></html>
 """
 
@@ -106,7 +108,8 @@ def browser() -> Iterator:
 
 class HostSite:
     """A customer's site on its own origin (another port): serves one page embedding the
-    widget of ``tenant`` from ``base``."""
+    widget of ``tenant`` from ``base``; the query's ``data-*`` parameters become attributes of
+    its script tag (``/?data-language=de``)."""
 
     def __init__(self, base: str, tenant: str):
         self.base, self.tenant = base, tenant
@@ -114,7 +117,11 @@ class HostSite:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - the http.server API
-                body = HOST_PAGE.format(base=site.base, tenant=site.tenant).encode()
+                # ?data-language=de&data-launcher-text=… : the script tag's options.
+                query = parse_qsl(urlsplit(self.path).query, keep_blank_values=True)
+                attrs = "".join(f' {escape(k)}="{escape(v)}"' for k, v in query
+                                if k.startswith("data-") and k != "data-tenant")
+                body = HOST_PAGE.format(base=site.base, tenant=site.tenant, attrs=attrs).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))

@@ -80,7 +80,7 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None) ->
         cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        wait_for_port(port, proc=proc)
+        wait_for_port(port, timeout=60.0, proc=proc)  # a loaded machine (7 test runs) is slow to start
         server = Server(f"http://127.0.0.1:{port}")
         server.process = proc
         server.log = log.name

@@ -14,6 +14,15 @@ class Position(models.TextChoices):
     BOTTOM_LEFT = "bottom-left", "Bottom left"
 
 
+class LauncherIcon(models.TextChoices):
+    CHAT = "chat", "Chat bubble"
+    QUESTION = "question", "Question mark"
+    HEADSET = "headset", "Headset"
+    NONE = "none", "No icon"
+
+
+LAUNCHER_TEXT_CHARS = 30
+
 DEFAULT_TITLE = "Chat with us"
 DEFAULT_GREETING = "Hi! How can we help you today?"
 DEFAULT_PRIMARY = "#2563eb"
@@ -37,6 +46,12 @@ class WidgetSettings(models.Model):
     text_color = models.CharField(max_length=7, default=DEFAULT_TEXT, validators=[HEX_COLOUR],
                                   help_text="Text on the primary colour (launcher, header, "
                                             "the visitor's messages).")
+    # The launcher (docs/widget.md, "Launcher"): an icon, a label beside it, or both.
+    launcher_icon = models.CharField(max_length=10, choices=LauncherIcon.choices,
+                                     default=LauncherIcon.CHAT)
+    launcher_text = models.CharField(max_length=LAUNCHER_TEXT_CHARS, blank=True, default="")
+    # The one-question satisfaction rating when a conversation closes (docs/widget.md, "Rating").
+    rating_enabled = models.BooleanField(default=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -12,6 +12,7 @@
 - ``tags``, ``notes``, ``canned``, ``reads``: the staff's inbox (tags, internal notes, canned
   replies, unread markers);
 - ``proactive``: the tenant's proactive messages, and the one a visitor replies to.
+- ``ratings``: the visitor's satisfaction rating of an ended conversation.
 
 Services save their rows and emit events (``conversations.events``); what follows from an event
 (counts, analytics, webhooks, live pushes) is its subscribers' work.
@@ -28,6 +29,7 @@ from .proactive import (
     proactive_message_shown,
     proactive_message_update,
 )
+from .ratings import conversation_rate
 from .reads import conversation_mark_read
 from .staff import (
     conversation_assign,
@@ -59,7 +61,7 @@ __all__ = [
     "Acceptance", "ConsentRequired", "MeetingNotChangeable", "OpenedTurn", "SessionNotFound",
     "TurnInput", "TurnOutcome", "canned_reply_create", "canned_reply_delete", "canned_reply_update",
     "conversation_assign", "conversation_close", "conversation_delete", "conversation_hand_back",
-    "conversation_mark_read", "conversation_reply_as_human", "conversation_tag_add",
+    "conversation_mark_read", "conversation_rate", "conversation_reply_as_human", "conversation_tag_add",
     "conversation_tag_remove", "conversation_take_over", "conversations_expire_idle",
     "meeting_cancel", "meeting_reschedule", "note_create", "note_delete",
     "proactive_message_create", "proactive_message_delete", "proactive_message_shown",

@@ -231,7 +231,7 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
     # and the conversation's holds.
     told = inp.language or (None if chosen_slot else
                             detect_language(inp.message, prior=conversation.language or None))
-    language = told or conversation.language or "en"
+    language = told or conversation.language or conversation.metadata.get("widgetLanguage") or "en"
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
     wish, wish_now = (None, False) if silent or chosen_slot else _wish(
         inp.message, earlier, language=language, today=now.astimezone(view.zone).date())
@@ -262,22 +262,29 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
     """The request's metadata as the conversation keeps it, and the slot it chose.
 
     ``timezone`` is kept only when it is an IANA zone (an unknown one is dropped, so the zone
-    the conversation knows stays); ``slot`` is this message's choice among the offered slots
-    (a suggested action's ``metadata``), not something the conversation keeps.
+    the conversation knows stays), ``widgetLanguage`` only when the agent speaks it; ``slot``
+    is this message's choice among the offered slots (a suggested action's ``metadata``), not
+    something the conversation keeps.
 
     A visitor whose browser asks not to be tracked, of a tenant that honours it, leaves none of
     the rest (docs/widget.md, "Do Not Track"): neither the request's headers nor the body's
-    keys. Their time zone stays: the times offered for a meeting are in it.
+    keys. Their time zone stays: the times offered for a meeting are in it; so does the widget's
+    language, which says nothing of the visitor that their browser did not already show.
     """
     metadata = dict(inp.metadata)
     slot = metadata.pop("slot", None)
     proactive = _uuid_or_none(metadata.pop("proactive", None))
     zone = scheduling.visitor_zone(metadata.pop("timezone", None))
+    shown_in = metadata.pop("widgetLanguage", None)
     request_meta = inp.request_meta
     if inp.do_not_track and inp.tenant.honour_do_not_track:
         metadata, request_meta = {}, {}
     if zone:
         metadata["timezone"] = zone
+    # The language the widget shows its own words in (docs/widget.md, "Languages"): the
+    # conversation's until its messages tell one, so that the service's notices match them.
+    if shown_in in CONVERSATION_LANGUAGES:
+        metadata["widgetLanguage"] = shown_in
     chosen = slot if isinstance(slot, str) and scheduling.parse_token(slot) else None
     return replace(inp, metadata=metadata, request_meta=request_meta,
                    proactive_id=inp.proactive_id or proactive), chosen
@@ -790,14 +797,14 @@ def suggested_actions(ctx: TurnContext, analysis: Analysis, plan: ReplyPlan | No
                         "message": phrase(ctx.language, "slot_choice", slot=slot.label),
                         "metadata": {"slot": slot.token}})
     if plan.booking_url:
-        actions.append({"type": "link", "label": "Book a discovery call", "url": plan.booking_url})
+        actions.append({"type": "link", "label": phrase(ctx.language, "action_book_call"),
+                        "url": plan.booking_url})
     for passage in cited:
         if passage.url:
             actions.append({"type": "link", "label": passage.title[:80], "url": passage.url})
     if analysis.intent == "greeting" and not ctx.history:
-        actions += [
-            {"type": "reply", "label": "See pricing", "message": "How much does it cost?"},
-            {"type": "reply", "label": "Book a demo", "message": "I'd like to book a demo."},
-            {"type": "reply", "label": "Talk to a person", "message": "Can I talk to a person?"},
-        ]
+        # In the conversation's language: the message is the visitor's next, in their words.
+        actions += [{"type": "reply", "label": phrase(ctx.language, f"action_{name}"),
+                     "message": phrase(ctx.language, f"action_{name}_says")}
+                    for name in ("pricing", "demo", "person")]
     return actions

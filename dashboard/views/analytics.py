@@ -142,13 +142,14 @@ def analytics_page(request: HttpRequest) -> HttpResponse:
                                   granularity=granularity)
     funnel = request.actor.read(analytics_selectors.analytics_funnel, period=period, channel=channel)
     milestones = request.actor.read(analytics_selectors.analytics_milestones, period=period)
+    satisfaction = request.actor.read(analytics_selectors.analytics_satisfaction, period=period)
     if not form.is_bound:
         form = RangeForm(initial={"start": period.start, "end": period.end,
                                   "granularity": granularity})
     return render(request, "dashboard/analytics.html", {
         "section": "analytics", "form": form, "period": period, "overview": overview,
         "summary": overview["summary"], "funnel": funnel, "bars": funnel_bars(funnel),
-        "milestones": milestones,
+        "milestones": milestones, "satisfaction": satisfaction,
         "funnel_leads": next(s["count"] for s in funnel["stages"] if s["name"] == "Lead Captured"),
         "channel_label": dict(Channel.choices).get(channel) if channel else None,
         "chart": time_series_chart(overview["timeSeries"]), "today": timezone.now().date(),

@@ -23,7 +23,7 @@ from tenants import services as tenant_services
 from tenants.models import AgentDecision, AgentProvider, EmbeddingsSource, Plan
 from widget import colours
 from widget import services as widget_services
-from widget.models import HEX_COLOUR, Position
+from widget.models import HEX_COLOUR, LAUNCHER_TEXT_CHARS, LauncherIcon, Position
 
 from ..auth import dashboard_view
 from .common import TimeZoneField, attempt, mark_invalid, refuse_on_form
@@ -135,6 +135,16 @@ class WidgetForm(forms.Form):
     text_color = forms.RegexField(regex=r"^#[0-9a-fA-F]{6}$", label="Text on the main colour",
                                   widget=forms.TextInput(attrs={"type": "color"}))
     accept_low_contrast = forms.BooleanField(required=False, label="Low contrast")
+    launcher_icon = forms.ChoiceField(choices=LauncherIcon.choices, label="Launcher icon")
+    # Its length and "an icon or a label" are the service's rules, said beside the field.
+    launcher_text = forms.CharField(required=False, label="Launcher label",
+                                    widget=forms.TextInput(attrs={"maxlength": LAUNCHER_TEXT_CHARS}),
+                                    help_text="Shown beside the icon (\u201cChat with us\u201d); "
+                                              "empty for the icon alone.")
+    rating_enabled = forms.BooleanField(
+        required=False, label="Ask for a rating when a conversation closes",
+        help_text="One tap (good or bad) and an optional comment, shown on the conversation "
+                  "and in Analytics.")
 
     def __init__(self, *args, saved: tuple[str, str] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -203,7 +213,9 @@ def _initial_forms(tenant, look) -> dict[str, forms.Form]:
             "idle_minutes": max(1, tenant.presence_idle_seconds // 60)}),
         "widget_form": WidgetForm(initial={
             "title": look.title, "greeting": look.greeting, "position": look.position,
-            "primary_color": look.primary_color, "text_color": look.text_color}),
+            "primary_color": look.primary_color, "text_color": look.text_color,
+            "launcher_icon": look.launcher_icon, "launcher_text": look.launcher_text,
+            "rating_enabled": look.rating_enabled}),
         "origins_form": OriginsForm(initial={"origins": "\n".join(tenant.allowed_origins)}),
         "retention_form": RetentionForm(initial={
             name: getattr(tenant, name) for name in privacy_services.RETENTION_FIELDS}),

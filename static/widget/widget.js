@@ -18,11 +18,36 @@
     visitorId: null, sessionId: null, status: null, controller: null, source: null,
     retries: 0, seen: {}, talked: false, unread: 0, destroyed: false, deferred: [], typed: 0
   };
-  ["position", "greeting", "title"].forEach(function (k) {
+  // data-primary-color -> primaryColor; a launcher's text may be set empty (no label).
+  ["position", "greeting", "title", "primary-color", "language", "launcher-icon", "launcher-text"].forEach(function (k) {
     var v = script.getAttribute("data-" + k);
-    if (v) S.overrides[k] = v;
+    if (v || (v === "" && k === "launcher-text")) S.overrides[k.replace(/-(.)/g, function (m, c) { return c.toUpperCase(); })] = v;
   });
-  if (script.getAttribute("data-primary-color")) S.overrides.primaryColor = script.getAttribute("data-primary-color");
+
+  // --- the widget's own words (docs/widget.md, "Languages") ------------------------------------
+  // English; the configuration brings the visitor's language (widget/strings.py, whose English
+  // table is this one). t(key, n): the words, with {n} a number or a name.
+  var L = {
+    open: "Open chat", openN: "Open chat ({n} new)", close: "Close chat", log: "Conversation",
+    msg: "Your message", ph: "Type your message…", send: "Send message", before: "Before you chat",
+    policy: "Privacy policy", accept: "Accept", you: "You: ", bot: "Assistant: ",
+    chips: "Suggested replies", lost: "Not delivered · ", retry: "Retry", retryIn: "Retry in {n} s",
+    dots: "The assistant is typing",
+    failed: "Sorry, the reply could not be completed. Please try again.",
+    cut: "The reply was interrupted. Please try again.",
+    ended: "This conversation has ended. Send a message to start a new one.",
+    back: "You are chatting with our assistant again.", typing: "{n} is typing…",
+    off: "This chat isn't available.", rate: "How was this conversation?", good: "Good", bad: "Bad",
+    note: "Anything to add? (optional)", noteSend: "Send", thanks: "Thank you for your feedback!", dismiss: "Dismiss"
+  };
+  var W = L;
+  function t(k, n) { return (W[k] || L[k]).replace("{n}", n); }
+  // A node whose text is the widget's: written again when the language changes.
+  function tr(node, k, n, attr) {
+    node._t = [k, n, attr];
+    if (attr) node.setAttribute(attr, t(k, n)); else node.textContent = t(k, n);
+    return node;
+  }
 
   // --- small helpers ---------------------------------------------------------------------
   function on(target, type, fn, opts) {
@@ -166,6 +191,12 @@
     ".send{border:0;border-radius:10px;background:var(--p);color:var(--t);width:44px;cursor:pointer;display:flex;align-items:center;justify-content:center}",
     ".send svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
     "button:focus-visible,a:focus-visible,textarea:focus-visible,.log:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}",
+    ".rate{align-self:stretch;text-align:center;background:#fff;border:1px solid #e5e7eb;border-radius:12px;padding:10px 12px;font-size:14px}",
+    ".rate p{margin:0 0 8px}.rate div{display:flex;justify-content:center;gap:12px}",
+    ".thumb{border:1px solid #d1d5db;border-radius:50%;width:44px;height:44px;background:#fff;color:#4b5563;cursor:pointer;display:flex;align-items:center;justify-content:center}",
+    ".thumb svg{width:20px;height:20px;fill:currentColor}.bad svg{transform:rotate(180deg)}.thumb[aria-pressed=true]{background:var(--p);color:var(--t);border-color:var(--p)}",
+    ".rate form{flex-direction:column;padding:8px 0 0;border:0}",
+    ".launcher.pill{width:auto;border-radius:29px;padding:0 20px;gap:8px;font:600 15px system-ui,sans-serif}",
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
     ".pro .greeting{display:none}",
     ".tease{position:fixed;bottom:90px;right:20px;max-width:calc(100vw - 40px);width:290px;display:flex;align-items:flex-start;background:#fff;border-radius:14px;box-shadow:0 12px 40px rgba(0,0,0,.25);z-index:2147483000}",
@@ -194,34 +225,41 @@
   host.style.setProperty("display", "block", "important");
   var root = host.attachShadow({ mode: "open" });
   var wrap = el("div", { "class": "w" });
-  var launcher = el("button", { "class": "launcher", type: "button", "aria-label": "Open chat",
+  var launcher = el("button", { "class": "launcher", type: "button",
     "aria-expanded": "false", "aria-controls": "sw-panel", "aria-haspopup": "dialog" });
-  launcher.appendChild(svg("M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2zm3 6v2h2v-2H7zm4 0v2h2v-2h-2zm4 0v2h2v-2h-2z"));
+  // The launcher's icons (docs/widget.md, "Launcher"): "none" shows its text alone.
+  var ICONS = {
+    chat: "M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2zm3 6v2h2v-2H7zm4 0v2h2v-2h-2zm4 0v2h2v-2h-2z",
+    question: "M12 2a10 10 0 1 0 0 20 10 10 0 0 0 0-20zm1 17h-2v-2h2v2zm2.1-7.8-.9.9C13.5 12.9 13 13.5 13 15h-2v-.5c0-1.1.4-2.1 1.2-2.8l1.2-1.3A2 2 0 1 0 10 9H8a4 4 0 1 1 7.1 2.2z",
+    headset: "M12 1a9 9 0 0 0-9 9v7a3 3 0 0 0 3 3h3v-8H5v-2a7 7 0 0 1 14 0v2h-4v8h4v1h-7v2h6a3 3 0 0 0 3-3V10a9 9 0 0 0-9-9z"
+  };
+  var icon = launcher.appendChild(svg(ICONS.chat));
+  var ltext = launcher.appendChild(el("span", { "class": "lt" }));
   var badge = el("span", { "class": "badge", hidden: "" });
   launcher.appendChild(badge);
   var panel = el("div", { "class": "panel", id: "sw-panel", role: "dialog", "aria-modal": "false",
     "aria-labelledby": "sw-title", hidden: "" });
   var header = el("header");
   var title = el("h2", { id: "sw-title" });
-  var closer = el("button", { "class": "close", type: "button", "aria-label": "Close chat" });
+  var closer = tr(el("button", { "class": "close", type: "button" }), "close", 0, "aria-label");
   closer.appendChild(svg("M18.3 5.7 12 12l6.3 6.3-1.4 1.4L10.6 13.4 4.3 19.7 2.9 18.3 9.2 12 2.9 5.7 4.3 4.3l6.3 6.3 6.3-6.3z"));
   header.appendChild(title);
   header.appendChild(closer);
-  var log = el("div", { "class": "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" });
+  var log = tr(el("div", { "class": "log", role: "log", "aria-live": "polite", tabindex: "0" }), "log", 0, "aria-label");
   var form = el("form");
-  var label = el("label", { "class": "sr", "for": "sw-input" }, "Your message");
-  var input = el("textarea", { id: "sw-input", rows: "1", maxlength: "4000", placeholder: "Type your message…", autocomplete: "off" });
-  var sendBtn = el("button", { "class": "send", type: "submit", "aria-label": "Send message" });
+  var label = tr(el("label", { "class": "sr", "for": "sw-input" }), "msg");
+  var input = tr(el("textarea", { id: "sw-input", rows: "1", maxlength: "4000", autocomplete: "off" }), "ph", 0, "placeholder");
+  var sendBtn = tr(el("button", { "class": "send", type: "submit" }), "send", 0, "aria-label");
   sendBtn.appendChild(svg("M3.4 20.4 21 12 3.4 3.6 3.4 10l12.6 2-12.6 2z"));
   form.appendChild(label);
   form.appendChild(input);
   form.appendChild(sendBtn);
   // The tenant's notice, in place of the message box until the visitor accepts it.
-  var consent = el("div", { "class": "consent", role: "region", "aria-label": "Before you chat", hidden: "" });
+  var consent = tr(el("div", { "class": "consent", role: "region", hidden: "" }), "before", 0, "aria-label");
   var consentText = el("p");
   var consentRow = el("div");
-  var consentLink = el("a", { target: "_blank", rel: "noopener noreferrer" }, "Privacy policy");
-  var acceptBtn = el("button", { "class": "accept", type: "button" }, "Accept");
+  var consentLink = tr(el("a", { target: "_blank", rel: "noopener noreferrer" }), "policy");
+  var acceptBtn = tr(el("button", { "class": "accept", type: "button" }), "accept");
   consentRow.appendChild(consentLink);
   consentRow.appendChild(acceptBtn);
   consent.appendChild(consentText);
@@ -233,12 +271,13 @@
   // On a phone a proactive message waits beside the launcher: the panel would fill the screen.
   var tease = el("div", { "class": "tease", role: "status", hidden: "" });
   var teaseText = el("button", { type: "button" });
-  var teaseX = el("button", { "class": "tx", type: "button", "aria-label": "Dismiss" }, "×");
+  var teaseX = tr(el("button", { "class": "tx", type: "button" }, "×"), "dismiss", 0, "aria-label");
   tease.appendChild(teaseText);
   tease.appendChild(teaseX);
   wrap.appendChild(launcher);
   wrap.appendChild(tease);
   wrap.appendChild(panel);
+  lab();
   adoptStyles(root, CSS);
   root.appendChild(wrap);
 
@@ -250,6 +289,16 @@
     if (primary && colour.test(primary)) wrap.style.setProperty("--p", primary);
     if (text && colour.test(text)) wrap.style.setProperty("--t", text);
     wrap.classList.toggle("left", (o.position || c.position) === "bottom-left");
+    // The launcher: an icon, a text, or both; never neither (the chat bubble then).
+    var l = c.launcher || {}, lt = o.launcherText != null ? o.launcherText : l.text || "";
+    var li = ICONS[o.launcherIcon || l.icon || "chat"] || (lt ? "" : ICONS.chat);
+    if (li) icon.firstChild.setAttribute("d", li);
+    icon.style.display = li ? "" : "none";
+    ltext.textContent = lt;
+    launcher.classList.toggle("pill", !!lt);
+    W = c.strings || L;
+    Array.prototype.forEach.call(root.querySelectorAll("*"), function (n) { if (n._t) tr(n, n._t[0], n._t[1], n._t[2]); });
+    lab();
     title.textContent = o.title || c.title || "Chat with us";
     panel.setAttribute("aria-label", title.textContent);
     var greeting = o.greeting != null ? o.greeting : c.greeting;
@@ -265,8 +314,8 @@
   function scroll() { log.scrollTop = log.scrollHeight; }
   function bubble(role, text, author) {
     var node = el("div", { "class": "msg " + (role === "user" ? "user" : "bot") + (author ? " human" : "") });
-    node.appendChild(el("span", { "class": author ? "who" : "sr" },
-      role === "user" ? "You: " : author ? author.name : "Assistant: "));
+    var who = node.appendChild(el("span", { "class": author ? "who" : "sr" }));
+    if (author) who.textContent = author.name; else tr(who, role === "user" ? "you" : "bot");
     var body = el("div");
     node.appendChild(body);
     if (role === "user") body.textContent = text; else render(text, body);
@@ -275,17 +324,22 @@
     scroll();
     return node;
   }
-  function notice(text) {
-    var n = el("div", { "class": "notice", role: "status" }, text);
-    log.appendChild(n);
+  // k: the widget's words (a key), or the server's (text, already in the conversation's language).
+  function notice(k, n) {
+    var d = el("div", { "class": "notice", role: "status" });
+    if (L[k]) tr(d, k, n); else d.textContent = k;
+    log.appendChild(d);
     scroll();
+    return d;
   }
+  // The launcher's name says what it does, and how many replies came while the panel was closed.
+  function lab() { tr(launcher, S.isOpen ? "close" : S.unread ? "openN" : "open", S.unread, "aria-label"); }
   function clearActions() {
     Array.prototype.forEach.call(log.querySelectorAll(".actions"), function (a) { a.remove(); });
   }
   function actions(list) {
     if (!list || !list.length) return;
-    var row = el("div", { "class": "actions", role: "group", "aria-label": "Suggested replies" });
+    var row = tr(el("div", { "class": "actions", role: "group" }), "chips", 0, "aria-label");
     list.forEach(function (a) {
       if (a.type === "reply" && a.message) {
         var b = el("button", { "class": "chip", type: "button" }, a.label);
@@ -323,13 +377,14 @@
   }
   // A message that failed is marked, with a Retry (after a 429's Retry-After): never a new bubble.
   function undelivered(node, wait) {
-    var row = el("div", { "class": "undelivered" }, "Not delivered · ");
+    var row = el("div", { "class": "undelivered" });
+    row.appendChild(tr(el("span"), "lost"));
     var retry = el("button", { "class": "retry", type: "button" });
     var until = Date.now() + wait * 1000;
     function tick() {
       var left = Math.ceil((until - Date.now()) / 1000);
       retry.disabled = left > 0;
-      retry.textContent = left > 0 ? "Retry in " + left + " s" : "Retry";
+      tr(retry, left > 0 ? "retryIn" : "retry", left);
       if (left > 0) later(tick, 1000);
     }
     retry.addEventListener("click", function () {
@@ -389,8 +444,8 @@
     else { node = bubble("user", text); node._text = text; node._meta = extra; S.talked = true; }
     setSending(true);
     var reply = el("div", { "class": "msg bot" });
-    reply.appendChild(el("span", { "class": "sr" }, "Assistant: "));
-    var body = el("div", { "class": "dots", "aria-label": "The assistant is typing" });
+    reply.appendChild(tr(el("span", { "class": "sr" }), "bot"));
+    var body = tr(el("div", { "class": "dots" }), "dots", 0, "aria-label");
     body.appendChild(el("span")); body.appendChild(el("span")); body.appendChild(el("span"));
     reply.appendChild(body);
     log.appendChild(reply);
@@ -400,6 +455,7 @@
       frame = 0;
       body.className = "";
       body.removeAttribute("aria-label");
+      body._t = null;
       body.textContent = "";
       render(content, body);
       scroll();
@@ -408,6 +464,7 @@
     S.controller = ctrl;
     var nav = navigator, quiet = S.config.honourDoNotTrack && (nav.doNotTrack === "1" || nav.globalPrivacyControl === true);
     var metadata = quiet ? {} : { landingPage: location.href.slice(0, 500), referrer: (document.referrer || "").slice(0, 500) };
+    metadata.widgetLanguage = S.config.language || "en";
     for (var k in extra || {}) metadata[k] = extra[k];
     if (zone()) metadata.timezone = zone();
     // The proactive message replied to: stored before this message, as the agent's.
@@ -458,7 +515,7 @@
           if (content) paint();
           reply.classList.add("err");
           body.className = "";
-          body.textContent = (content ? content + "\n\n" : "") + "Sorry, the reply could not be completed. Please try again.";
+          body.textContent = (content ? content + "\n\n" : "") + t("failed");
         }
       });
     }).catch(function (err) {
@@ -467,7 +524,7 @@
       // Delivered, but the reply broke off: what came stays.
       reply.classList.add("err");
       body.className = "";
-      body.textContent = (content ? content + "\n\n" : "") + "The reply was interrupted. Please try again.";
+      body.textContent = (content ? content + "\n\n" : "") + t("cut");
     }).then(function (outcome) {
       if (outcome === "retried" || S.destroyed) return;
       if (S.controller === ctrl) S.controller = null;
@@ -486,20 +543,20 @@
     S.status = data.status;
     if (data.status === "closed" || data.status === "expired") {
       closeLive();
-      if (!quiet) notice("This conversation has ended. Send a message to start a new one.");
+      if (!quiet) { clearActions(); notice("ended"); if (data.status === "closed") rate(); }
     } else if (data.notice) {
       // Who will reply, or who joined: stored state, so a reload (quiet) shows it again; once.
       var shown = log.querySelectorAll(".notice");
       if (!shown.length || shown[shown.length - 1].textContent !== data.notice) notice(data.notice);
     } else if (!quiet && data.status === "active" && before === "handed_off") {
-      notice("You are chatting with our assistant again.");
+      notice("back");
     }
   }
   // A person typing: shown for 6 s, or until their message.
   function typing(name) {
     untype();
-    log.appendChild(S.typing = el("div", { "class": "notice" }, name + " is typing…"));
-    scroll();
+    S.typing = notice("typing", name);
+    S.typing.removeAttribute("role");
     S.typingOff = later(untype, 6000);
   }
   function untype() { clearTimeout(S.typingOff); if (S.typing) S.typing.remove(); S.typing = null; }
@@ -513,7 +570,7 @@
       S.unread += 1;
       badge.textContent = String(S.unread);
       badge.hidden = false;
-      launcher.setAttribute("aria-label", "Open chat (" + S.unread + " new)");
+      lab();
     }
   }
   function connectLive() {
@@ -574,18 +631,48 @@
     if (wait) S.pt = later(proact, 500);
   }
 
+  // --- the satisfaction rating (docs/widget.md, "Rating"): one tap, then a comment if they like --
+  function rate() {
+    if (!S.config.rating) return;
+    var sid = S.sessionId, vid = S.visitorId, tenant = S.tenant, score;
+    var box = log.appendChild(tr(el("div", { "class": "rate", role: "group" }), "rate", 0, "aria-label"));
+    var said = box.appendChild(tr(el("p"), "rate")), row = box.appendChild(el("div"));
+    var note = el("form", { hidden: "" }), text = note.appendChild(tr(el("textarea", { rows: "2", maxlength: "1000" }), "note", 0, "placeholder"));
+    note.appendChild(tr(el("button", { "class": "accept", type: "submit" }), "noteSend"));
+    box.appendChild(note);
+    function post(body) {
+      return fetch(BASE + "/api/chat/rating?" + q({ tenant: tenant, sessionId: sid, visitorId: vid }), {
+        method: "POST", mode: "cors", credentials: "omit", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
+      }).then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); });
+    }
+    ["good", "bad"].forEach(function (k) {
+      var b = row.appendChild(tr(el("button", { "class": "thumb " + k, type: "button", "aria-pressed": "false" }), k, 0, "aria-label"));
+      b.appendChild(svg("M1 21h4V9H1v12zm22-11a2 2 0 0 0-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.5-1.1L14.2 1 7.6 7.6C7.2 8 7 8.4 7 9v10a2 2 0 0 0 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7c.1-.3.2-.5.2-.8v-2z"));
+      b.addEventListener("click", function () {
+        post({ rating: k }).then(function () {
+          score = k;
+          Array.prototype.forEach.call(row.children, function (x) { x.setAttribute("aria-pressed", x === b); });
+          tr(said, "thanks");
+          note.hidden = false;
+          text.focus();
+        }).catch(function () {});
+      });
+    });
+    on(note, "submit", function (e) {
+      e.preventDefault();
+      if (text.value.trim()) post({ rating: score, comment: text.value.trim() }).then(function () { note.remove(); }).catch(function () {});
+    });
+    scroll();
+  }
+
   // --- configuration, tenant, session -------------------------------------------------------
-  // again: after an acceptance, or a refusal for want of one (the notice may be new).
-  function start(fresh, again) {
-    S.visitorId = load("visitor");
-    if (sess("ret") == null) sess("ret", S.visitorId ? "1" : "");
-    if (!S.visitorId) { S.visitorId = randomId(); store("visitor", S.visitorId); }
-    if (fresh) store("session", null);
-    S.sessionId = load("session");
-    var tenant = S.tenant, params = { tenant: tenant, visitorId: S.visitorId }, a = accepted();
-    if (a) params.consent = a.version;
+  // The language asked for: the option, then the browser's; the server picks the first it
+  // speaks, by base language (pt of pt-BR), else English.
+  function configure(params, again) {
+    params.tenant = S.tenant;
+    params.language = [S.overrides.language].concat(navigator.languages || [navigator.language]).filter(Boolean).join(",");
     // Its refusals are readable from any page: a 403 names the origin to allow (docs/widget.md).
-    fetch(BASE + "/api/widget?" + q(params), { mode: "cors", credentials: "omit", cache: again ? "no-cache" : "default" })
+    return fetch(BASE + "/api/widget?" + q(params), { mode: "cors", credentials: "omit", cache: again ? "no-cache" : "default" })
       .then(function (r) {
         return r.json().then(function (body) {
           if (r.ok) return body;
@@ -593,7 +680,18 @@
           e.status = r.status;
           throw e;
         });
-      })
+      });
+  }
+  // again: after an acceptance, or a refusal for want of one (the notice may be new).
+  function start(fresh, again) {
+    S.visitorId = load("visitor");
+    if (sess("ret") == null) sess("ret", S.visitorId ? "1" : "");
+    if (!S.visitorId) { S.visitorId = randomId(); store("visitor", S.visitorId); }
+    if (fresh) store("session", null);
+    S.sessionId = load("session");
+    var tenant = S.tenant, params = { visitorId: S.visitorId }, a = accepted();
+    if (a) params.consent = a.version;
+    configure(params, again)
       .then(function (config) {
         if (tenant !== S.tenant || S.destroyed) return;
         S.config = config;
@@ -608,7 +706,7 @@
       .catch(function (err) {
         if (tenant !== S.tenant || S.destroyed) return;
         if (window.console) console.warn("ServiceWidget: " + (err.status === 403 ? err.message : "no configuration for tenant " + tenant + " (" + err.message + ")"));
-        if (host.isConnected) { S.failed = true; notice("This chat isn't available."); if (S.wantOpen) api.open(); }
+        if (host.isConnected) { S.failed = true; notice("off"); if (S.wantOpen) api.open(); }
       });
   }
   function reset() {
@@ -675,8 +773,8 @@
       panel.hidden = false;
       wrap.classList.add("open");
       launcher.setAttribute("aria-expanded", "true");
-      launcher.setAttribute("aria-label", "Close chat");
       S.unread = 0;
+      lab();
       badge.hidden = true;
       scroll();
       if (quiet !== 1) (pending() ? acceptBtn : input).focus();
@@ -691,7 +789,7 @@
       panel.hidden = true;
       wrap.classList.remove("open");
       launcher.setAttribute("aria-expanded", "false");
-      launcher.setAttribute("aria-label", "Open chat");
+      lab();
       if (inside) launcher.focus();
     },
     setTenant: function (id) {
@@ -703,10 +801,15 @@
     },
     update: function (options) {
       if (S.destroyed || !options) return;
-      ["position", "primaryColor", "textColor", "title", "greeting"].forEach(function (k) {
+      ["position", "primaryColor", "textColor", "title", "greeting", "launcherIcon", "launcherText", "language"].forEach(function (k) {
         if (k in options) S.overrides[k] = options[k];
       });
       look();
+      // Another language: its words come with the configuration in it (no visit is counted).
+      var tenant = S.tenant, asked = S.asked = (S.asked || 0) + 1;
+      if ("language" in options && S.config) configure({}).then(function (c) {
+        if (tenant === S.tenant && asked === S.asked && !S.destroyed) { S.config = c; look(); }
+      }).catch(function () {});
       if (options.open === true) api.open(); else if (options.open === false) api.close();
     },
     destroy: function () {

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from tests.chat_helpers import chat
 from tests.dashboard.client import signed_in
+from widget.strings import STRINGS
 
 
 def test_widget_js_is_served_with_caching_headers(api):
@@ -27,7 +28,10 @@ def test_widget_config_defaults_and_errors(api, kit):
     assert r.json() == {"tenant": kit.tenant.public_id, "name": "Acme Inc", "title": "Chat with us",
                         "greeting": "Hi! How can we help you today?", "position": "bottom-right",
                         "theme": {"primaryColor": "#2563eb", "textColor": "#ffffff"},
-                        "consent": None, "honourDoNotTrack": False, "proactive": []}
+                        "consent": None, "honourDoNotTrack": False, "proactive": [],
+                        "language": "en",
+                        "strings": STRINGS["en"], "launcher": {"icon": "chat", "text": ""},
+                        "rating": False}
     assert r.headers["cache-control"] == "public, max-age=60"
     assert api.get("/api/widget?tenant=tn_nope").json() == {"error": "Unknown tenant."}
     r = api.get("/api/widget")

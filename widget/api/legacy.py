@@ -24,15 +24,18 @@ from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
 from conversations import live
 from conversations.api.sse import event_schema, event_stream_response, frame
-from conversations.models import Conversation, ConversationStatus
+from conversations.models import Conversation, ConversationStatus, Rating
 from conversations.selectors import widget_proactive_messages
-from conversations.services import proactive_message_shown
+from conversations.services import conversation_rate, proactive_message_shown
+from conversations.services.ratings import RATING_COMMENT_CHARS
 from core.errors import NotFound
+from core.timestamps import format_timestamp
 from tenants.cors import widget_origin_check
 from tenants.models import Tenant
 from tenants.selectors import tenant_by_public_id
-from widget.models import Position
+from widget.models import LauncherIcon, Position
 from widget.services import widget_look
+from widget.strings import localized_look, widget_language, widget_strings
 
 SNAPSHOT_MESSAGES = 50
 
@@ -46,6 +49,11 @@ class WidgetQuery(serializers.Serializer):
         min_value=1, max_value=2_147_483_647, required=False,
         help_text="The version of the tenant's notice the visitor accepted, if any: while the "
                   "tenant requires consent, only a load that accepted the current one counts.")
+    language = serializers.CharField(
+        max_length=200, required=False, allow_blank=True,
+        help_text="Language tags, best first, comma-separated (the widget's `language` option, "
+                  "then the browser's): the first the widget speaks, by base language, else "
+                  "English (docs/widget.md, \"Languages\").")
 
 
 # Spelled out rather than a nested serializer: a nullable reference (allOf + nullable) is not
@@ -89,6 +97,14 @@ class WidgetConfigSerializer(serializers.Serializer):
         }),
         help_text="The tenant's active proactive messages, in the order the widget tries them "
                   "(docs/widget.md, \"Proactive messages\").")
+    language = serializers.CharField(help_text="The language of `strings` (ISO 639-1).")
+    strings = serializers.DictField(child=serializers.CharField(),
+                                    help_text="The widget's own words in that language.")
+    launcher = inline_serializer(name="WidgetLauncher", fields={
+        "icon": serializers.ChoiceField(choices=LauncherIcon.values),
+        "text": serializers.CharField(allow_blank=True)})
+    rating = serializers.BooleanField(
+        help_text="The widget asks for a rating when a conversation closes.")
 
 
 def _tenant_in_query(request) -> Tenant | None:
@@ -138,11 +154,13 @@ class WidgetConfigView(PublicLegacyAPIView):
         if query.get("visitorId") and consented:
             record_widget_visit(tenant=tenant, visitor_id=query["visitorId"], livemode=True)
         look = widget_look(tenant=tenant)
+        language = widget_language(query.get("language"))
+        title, greeting = localized_look(look.title, look.greeting, language)
         response = Response({
             "tenant": tenant.public_id,
             "name": tenant.name,
-            "title": look.title,
-            "greeting": look.greeting,
+            "title": title,
+            "greeting": greeting,
             "position": look.position,
             "theme": {"primaryColor": look.primary_color, "textColor": look.text_color},
             "consent": ({"version": tenant.consent_version, "text": tenant.consent_text,
@@ -150,6 +168,10 @@ class WidgetConfigView(PublicLegacyAPIView):
                         if tenant.consent_required else None),
             "honourDoNotTrack": tenant.honour_do_not_track,
             "proactive": widget_proactive_messages(tenant=tenant),
+            "language": language,
+            "strings": widget_strings(language),
+            "launcher": {"icon": look.launcher_icon, "text": look.launcher_text},
+            "rating": look.rating_enabled,
         })
         # Short: a change in the dashboard shows on the customer's site within a minute.
         response["Cache-Control"] = "public, max-age=60"
@@ -289,3 +311,50 @@ class ProactiveShownView(PublicLegacyAPIView):
         if not proactive_message_shown(tenant=tenant, proactive_id=query["id"]):
             raise NotFound("No such active proactive message.")
         return HttpResponse(status=204)
+
+
+class RatingBody(serializers.Serializer):
+    rating = serializers.ChoiceField(choices=Rating.values, help_text="`good` or `bad`.")
+    comment = serializers.CharField(max_length=RATING_COMMENT_CHARS, required=False,
+                                    allow_blank=True, default="",
+                                    help_text="Optional words of the visitor.")
+
+
+class RatingView(PublicLegacyAPIView):
+    """``POST /api/chat/rating?tenant=&sessionId=&visitorId=``: the visitor's satisfaction
+    rating of their conversation once it has ended, while the tenant's widget asks for one. A
+    later rating replaces the earlier (the widget sends the tap, then the tap with a comment)."""
+
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
+
+    @extend_schema(
+        operation_id="legacy_chat_rating",
+        auth=[],
+        request=RatingBody,
+        parameters=[StreamQuery],
+        responses={200: inline_serializer(name="LegacyChatRating", fields={
+                       "sessionId": serializers.UUIDField(),
+                       "rating": serializers.ChoiceField(choices=Rating.values),
+                       "comment": serializers.CharField(allow_blank=True),
+                       "ratedAt": serializers.CharField()}),
+                   **legacy_errors(400, 404, 409, public=True, body=True)},
+    )
+    def post(self, request):
+        query = parse_query(request, StreamQuery)
+        body = RatingBody(data=request.data)
+        body.is_valid(raise_exception=True)
+        tenant = tenant_by_public_id(query["tenant"])
+        conversation = tenant and (Conversation.objects
+                                   .filter(pk=query["sessionId"], tenant=tenant, livemode=True,
+                                           visitor_id=query["visitorId"]).first())
+        if conversation is None:
+            raise NotFound("No such chat session for this visitor.")
+        rated = conversation_rate(conversation=conversation, rating=body.validated_data["rating"],
+                                  comment=body.validated_data["comment"],
+                                  asked=widget_look(tenant=tenant).rating_enabled)
+        return Response({"sessionId": str(rated.pk), "rating": rated.rating,
+                         "comment": rated.rating_comment,
+                         "ratedAt": format_timestamp(rated.rated_at)})

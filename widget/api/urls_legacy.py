@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from .legacy import ChatStreamView, ProactiveShownView, TypingView, WidgetConfigView
+from .legacy import ChatStreamView, ProactiveShownView, RatingView, TypingView, WidgetConfigView
 
 urlpatterns = [
     path("chat/stream", ChatStreamView.as_view(), name="legacy-chat-stream"),
+    path("chat/rating", RatingView.as_view(), name="legacy-chat-rating"),
     path("chat/typing", TypingView.as_view(), name="legacy-chat-typing"),
     path("widget", WidgetConfigView.as_view(), name="legacy-widget"),
     path("widget/proactive", ProactiveShownView.as_view(), name="legacy-widget-proactive"),
