@@ -30,8 +30,8 @@ from django.db.models import Min
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from core import breaker as breakers
