@@ -41,17 +41,21 @@ logger = logging.getLogger("salesagent.metrics")
 
 # --- Requests -------------------------------------------------------------------------------
 
-# The first matching prefix names the surface (the widget's API is under the legacy prefix).
-SURFACES = (("/api/v1/", "v1"), ("/api/widget/", "widget"), ("/widget.js", "widget"),
-            ("/api/", "legacy"), ("/dashboard/", "dashboard"), ("/admin/", "admin"))
+# The first matching prefix names the surface. The widget's endpoints are under the legacy
+# prefix (docs/widget.md): its configuration, its stream and its typing notices.
+SURFACES = (("/api/v1/", "v1"), ("/api/widget", "widget"), ("/api/chat/stream", "widget"),
+            ("/api/chat/typing", "widget"), ("/widget.js", "widget"), ("/api/", "legacy"),
+            ("/dashboard/", "dashboard"), ("/admin/", "admin"))
 UNMATCHED = "unmatched"  # no route: the label of every 404 the resolver gives
 
 
 def surface_label(path: str) -> str:
+    if path == "/api/v1":
+        return "v1"
     for prefix, surface in SURFACES:
         if path.startswith(prefix):
             return surface
-    return "v1" if path == "/api/v1" else "other"
+    return "other"
 
 
 def route_label(request) -> str:

@@ -13,6 +13,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.handlers import get_asgi_application
+from config.metrics import surface_label
 from config.settings.metrics import metrics_settings
 from conversations.models import Conversation, ConversationStatus, OutboundEmail
 from core.models import Event
@@ -157,3 +158,14 @@ def _backlog(kit, *, rows: int) -> None:
                                     handed_off_at=now - timedelta(minutes=10))
         Document.objects.create(tenant=tenant, livemode=True, title="d", type="text",
                                 updated_at=now - timedelta(minutes=30))
+
+
+def test_each_path_has_its_surface():
+    assert {path: surface_label(path) for path in (
+        "/api/v1/leads", "/api/v1", "/api/leads", "/api/widget", "/api/chat/stream",
+        "/api/chat/typing", "/api/chat", "/widget.js", "/dashboard/leads/", "/admin/login/",
+        "/metrics", "/")} == {
+        "/api/v1/leads": "v1", "/api/v1": "v1", "/api/leads": "legacy", "/api/widget": "widget",
+        "/api/chat/stream": "widget", "/api/chat/typing": "widget", "/api/chat": "legacy",
+        "/widget.js": "widget", "/dashboard/leads/": "dashboard", "/admin/login/": "admin",
+        "/metrics": "other", "/": "other"}
