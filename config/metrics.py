@@ -25,7 +25,7 @@ from datetime import datetime
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import MiddlewareNotUsed
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Min
 from django.http import Http404, HttpResponse
 from django.utils import timezone
@@ -175,9 +175,19 @@ class StateCollector:
 
     def collect(self):
         now = timezone.now()
-        yield from self._work(now)
-        yield from self._handoffs(now)
-        yield from self._documents(now)
+        database_up = 1
+        for section in (self._work, self._handoffs, self._documents):
+            try:
+                families = list(section(now))
+            except DatabaseError as exc:
+                # The scrape still answers: the requests' series matter most during an outage.
+                logger.warning("metrics: the database could not be read: %s", exc)
+                database_up = 0
+                break  # one wait for a server that does not answer, not three
+            yield from families
+        yield GaugeMetricFamily("salesagent_database_up",
+                                "1 when the database answered this scrape's statements.",
+                                value=database_up)
         yield from self._queue()
         yield from self._pool()
         yield self._breakers()
