@@ -169,3 +169,34 @@ def test_each_path_has_its_surface():
         "/api/chat/stream": "widget", "/api/chat/typing": "widget", "/api/chat": "legacy",
         "/widget.js": "widget", "/dashboard/leads/": "dashboard", "/admin/login/": "admin",
         "/metrics": "other", "/": "other"}
+
+
+def test_chat_turns_are_counted_by_agent_and_path(measured, kit, fake):
+    """The fake OpenAI-compatible server: a turn it answers (its analysis reports 20 tokens,
+    its reply streams), then one it fails, which the builtin agent answers."""
+    from tests.chat_helpers import chat
+
+    def turns(text, path):
+        return value(text, "salesagent_chat_turns_total", agent="openai", path=path) or 0
+
+    before = scrape(measured)
+    assert chat(measured, kit, "Hi, what do you sell?").status_code == 200
+    answered = scrape(measured)
+    assert turns(answered, "model") == turns(before, "model") + 1
+    assert (value(answered, "salesagent_model_tokens_total", agent="openai", phase="analysis")
+            - (value(before, "salesagent_model_tokens_total", agent="openai", phase="analysis")
+               or 0)) == 20
+    assert (value(answered, "salesagent_model_tokens_total", agent="openai", phase="reply")
+            - (value(before, "salesagent_model_tokens_total", agent="openai", phase="reply")
+               or 0)) >= 1
+    assert (value(answered, "salesagent_model_time_to_first_token_seconds_count", agent="openai")
+            - (value(before, "salesagent_model_time_to_first_token_seconds_count",
+                     agent="openai") or 0)) == 1
+    fake.fail_status = 500
+    assert chat(measured, kit, "Hi again").status_code == 200
+    failed = scrape(measured)
+    assert turns(failed, "rules_fallback") == turns(answered, "rules_fallback") + 1
+    assert (value(failed, "salesagent_provider_errors_total", agent="openai")
+            - (value(answered, "salesagent_provider_errors_total", agent="openai") or 0)) == 1
+    assert (value(failed, "salesagent_chat_turn_duration_seconds_count", agent="openai",
+                  path="rules_fallback")) >= 1

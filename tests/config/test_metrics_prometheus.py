@@ -109,7 +109,7 @@ def scalar(prom: str, promql: str) -> float | None:
     return float(result[0]["value"][1]) if result else None
 
 
-def eventually(prom: str, promql: str, expected, *, timeout: float = 60.0) -> float | None:
+def eventually(prom: str, promql: str, expected, *, timeout: float = 180.0) -> float | None:
     """The query's value once it equals ``expected`` (a value, or a test of the value)."""
     test = expected if callable(expected) else (lambda got: got == expected)
     deadline = time.monotonic() + timeout
