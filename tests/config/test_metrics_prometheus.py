@@ -58,7 +58,9 @@ def _serve(env: dict, var: Path):
     manage("migrate", "--noinput", env=env)
     created = json.loads(manage("create_tenant", "Metrics Co", "--plan", "enterprise", "--json",
                                 env=env))
-    with daphne(env) as base, celery_worker(env, var / "worker.log", beat=True):
+    # A machine busy with other suites starts daphne slowly: the series are what is tested.
+    with daphne(env, startup_seconds=120) as base, \
+            celery_worker(env, var / "worker.log", beat=True):
         yield base, created["keys"]["live"], var
 
 
