@@ -133,8 +133,14 @@ def test_prometheus_scrapes_every_process_series(service, tmp_path):
         for _ in range(5):
             assert client.get("/api/v1/users", headers=read).status_code == 200
         assert client.get(f"/api/v1/leads/{lead_id}", headers=read).status_code == 404
-        refused = sum(client.get("/api/health").status_code == 429 for _ in range(70))
-        assert refused >= 1
+        # Health's public budget is 60 a minute per address: past it, 429s (a slow machine may
+        # cross a minute's boundary on the way, which starts the count again).
+        refused = 0
+        for _ in range(250):
+            refused += client.get("/api/health").status_code == 429
+            if refused == 3:
+                break
+        assert refused == 3
         turn = client.post("/api/v1/chat", headers={"Authorization": f"Bearer {keys['write']}"},
                            json={"message": "Hi, what do you sell?", "visitorId": "visitor-1"})
         assert turn.status_code == 200, turn.text
@@ -160,8 +166,10 @@ def test_prometheus_scrapes_every_process_series(service, tmp_path):
                             'mode="live"}') == 0
         assert scalar(prom, "salesagent_handoffs_waiting") == 0
         assert scalar(prom, 'salesagent_knowledge_documents{state="ready",mode="live"}') == 0
-        assert scalar(prom, 'salesagent_celery_queue_depth{queue="celery"}') is not None
-        assert scalar(prom, "salesagent_broker_up") == 1
+        # The embedded default's broker is a SQLite file that the worker and beat write too: on a
+        # busy machine one scrape's read may time out (broker_up 0 then); the next answers.
+        eventually(prom, 'salesagent_celery_queue_depth{queue="celery"}', lambda depth: depth >= 0)
+        eventually(prom, "salesagent_broker_up", 1)
         pool = scalar(prom, 'salesagent_db_pool_connections{state="max"}')
         assert pool == (20 if os.environ.get("DATABASE_URL", "").startswith("postgres") else None)
         # No path, id or tenant in any label.
