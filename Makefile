@@ -10,7 +10,7 @@ FUZZ_VENV := .venv-fuzz
 FUZZ_STAMP := $(FUZZ_VENV)/.installed
 APPS := config core tenants apikeys leads agent conversations knowledge analytics webhooks widget dashboard calendars integrations
 
-.PHONY: install install-local-model fuzzer run test chromium bench eval screenshots lint migrate clean
+.PHONY: install install-local-model fuzzer run test chromium prometheus bench eval screenshots lint migrate clean
 
 install: $(STAMP)
 
@@ -59,10 +59,24 @@ chromium:
 	@test -x "$(CHROMIUM)" || { echo "make test needs Chromium for the browser tests and there is none at \
 	$(CHROMIUM): install it as root (apt-get install chromium) or set CHROMIUM=/path/to/chromium" >&2; exit 1; }
 
+# The metrics' tests (tests/config/test_metrics_prometheus.py) scrape the service with a real
+# Prometheus and check deploy/alerts.yml with promtool, both from Debian's prometheus package: as
+# root, make test installs it (its binaries only are used; the tests start their own server).
+PROMETHEUS ?= /usr/bin/prometheus
+PROMTOOL ?= /usr/bin/promtool
+export PROMETHEUS PROMTOOL
+
+prometheus:
+	@{ test -x "$(PROMETHEUS)" && test -x "$(PROMTOOL)"; } || [ "$$(id -u)" != 0 ] || \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus; }
+	@{ test -x "$(PROMETHEUS)" && test -x "$(PROMTOOL)"; } || { echo "make test needs Prometheus \
+	for the metrics tests and there is none at $(PROMETHEUS): install it as root (apt-get install \
+	prometheus) or set PROMETHEUS=/path/to/prometheus PROMTOOL=/path/to/promtool" >&2; exit 1; }
+
 # The suite runs on every core (pytest-xdist): each worker has its own test database and its own
 # rate-limit keys on a shared Redis. PYTEST_ARGS="-n 0" runs it in one process.
 PYTEST_ARGS ?= -n auto
-test: chromium install fuzzer
+test: chromium prometheus install fuzzer
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The benchmarks (docs/performance.md, "How it is measured"): daphne with production settings on

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Meeting, MeetingStatus
-from core import broker, crypto, ics
+from core import broker, crypto, ics, metrics
 from core.errors import FieldError, InvalidRequest, NotFound
 from core.work import V1_SCHEDULE
 from tenants.models import Tenant
@@ -234,6 +234,8 @@ def _record(claim: _Claim, *, now: datetime, status: str | None = None, error: s
     if not MeetingCalendarWrite.settle(write.pk, claim.token, changes):
         logger.warning("Calendar write of meeting %s: result dropped, the claim is gone", write.pk)
         return None
+    metrics.work_attempt("calendar_write", changes["status"], succeeded=status or "",
+                         failed=WriteStatus.FAILED)
     if error:
         logger.warning("Calendar write of meeting %s failed (attempt %s): %s", write.pk,
                        write.attempts, error)

@@ -7,7 +7,7 @@ Broker: Redis when ``REDIS_URL`` is set, otherwise a SQLite file under ``var/cel
 import os
 
 from celery import Celery
-from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, task_postrun, task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -40,3 +40,28 @@ def _redact_log_lines(logger, **kwargs) -> None:
     from config.logs import redact_handlers
 
     redact_handlers(logger)
+
+
+# Task run times for /metrics (core/metrics.py): started by task id, in this worker process.
+_task_started: dict[str, float] = {}
+
+
+@task_prerun.connect
+def _task_started_at(task_id=None, **kwargs) -> None:
+    import time
+
+    _task_started[task_id] = time.perf_counter()
+
+
+@task_postrun.connect
+def _task_finished(task_id=None, task=None, state=None, **kwargs) -> None:
+    import time
+
+    from core.metrics import CELERY_LAST_TASK, CELERY_TASK_SECONDS
+
+    started = _task_started.pop(task_id, None)
+    if started is None or task is None:
+        return
+    CELERY_TASK_SECONDS.labels(task.name, (state or "unknown").lower()).observe(
+        time.perf_counter() - started)
+    CELERY_LAST_TASK.set(time.time())

@@ -104,6 +104,21 @@ class KeptBrokerConnection:
         finally:
             self._lock.release()
 
+    def queue_size(self, queue: str) -> int:
+        """How many messages wait on ``queue`` (/metrics): one round trip (Redis: LLEN), on the
+        same kept connection, taking turns with the checks."""
+        if not self._lock.acquire(timeout=CHECK_TIMEOUT_SECONDS):
+            raise TimeoutError("an earlier use of the broker connection is still waiting")
+        try:
+            broker = self._kept()
+            try:
+                return int(broker.default_channel._size(queue))
+            except Exception:
+                self.close()
+                raise
+        finally:
+            self._lock.release()
+
     def _kept(self) -> Connection:
         wanted = (settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT,
                   repr(settings.CELERY_BROKER_TRANSPORT_OPTIONS))

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from config import views
+from config import metrics, views
 from conversations.views import meeting_link
 from widget.views import widget_js
 
@@ -17,6 +17,7 @@ urlpatterns = [
     path("docs/errors", views.error_reference, name="docs-errors"),
     path("demo/", views.demo, name="demo"),
     path("favicon.ico", views.favicon, name="favicon"),
+    path("metrics", metrics.metrics, name="metrics"),  # docs/operations.md
     path("", views.home, name="home"),
 ]
 

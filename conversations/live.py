@@ -34,7 +34,7 @@ logger = logging.getLogger("salesagent.live")
 KEEPALIVE_SECONDS = 15.0  # a comment frame this often keeps proxies from closing idle streams
 # A push waits this long at most for the channel layer (Redis in production).
 PUSH_TIMEOUT_SECONDS = 1.0
-_layer = Breaker("the channel layer", cooldown=5.0)
+_layer = Breaker("the channel layer", cooldown=5.0, kind="channel_layer")
 ENDED = frozenset({"closed", "expired"})
 PUSHED_EVENTS = (
     EventType.MESSAGE_RECEIVED, EventType.MESSAGE_SENT, EventType.CONVERSATION_HANDOFF,

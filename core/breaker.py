@@ -14,16 +14,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 logger = logging.getLogger("salesagent.outages")
+
+# Every breaker of the process, for /metrics (config/metrics.py).
+_all: weakref.WeakSet[Breaker] = weakref.WeakSet()
+
+
+def all_breakers() -> list[Breaker]:
+    return list(_all)
 
 
 class Breaker:
     """One server's breaker, shared by the threads of a process."""
 
-    def __init__(self, name: str, *, cooldown: float) -> None:
+    def __init__(self, name: str, *, cooldown: float, kind: str = "") -> None:
         self.name = name  # what the logs call the server: "the database", "the broker"
+        self.kind = kind or name  # what /metrics calls it: database, broker, channel_layer
+        _all.add(self)
         self.cooldown = cooldown
         self._open_until = 0.0  # time.monotonic() until which calls fail at once; 0: closed
         self._probing = False  # a thread of the breaker's own makes the trials

@@ -21,7 +21,7 @@ logger = logging.getLogger("salesagent.outages")
 
 # After a failure, publishing gives up at once for this long, then tries again.
 COOLDOWN_SECONDS = 5.0
-breaker = Breaker("the broker", cooldown=COOLDOWN_SECONDS)
+breaker = Breaker("the broker", cooldown=COOLDOWN_SECONDS, kind="broker")
 
 
 def publish(task, ids: Sequence[Any]) -> bool:

@@ -65,10 +65,11 @@ class Server(str):
 
 
 @contextlib.contextmanager
-def daphne(env: dict[str, str | None] | None = None, port: int | None = None) -> Iterator[Server]:
+def daphne(env: dict[str, str | None] | None = None, port: int | None = None, *,
+           startup_seconds: float | None = None) -> Iterator[Server]:
     """Runs ``daphne --no-server-name config.asgi:application`` in a subprocess, as in
     production; yields its base URL. ``port``: a given one (a server started again where a
-    stopped one was), else a free one.
+    stopped one was), else a free one. ``startup_seconds``: how long it may take to listen.
 
     Its output goes to a file (``server.log``), never to an unread pipe that would fill and
     stall the server."""
@@ -80,7 +81,7 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None) ->
         cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        wait_for_port(port, timeout=60.0, proc=proc)  # a loaded machine (7 test runs) is slow to start
+        wait_for_port(port, startup_seconds, proc=proc)
         server = Server(f"http://127.0.0.1:{port}")
         server.process = proc
         server.log = log.name

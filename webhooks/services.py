@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core import broker, crypto
+from core import broker, crypto, metrics
 from core.errors import Conflict, FieldError, InvalidRequest, Unprocessable
 from core.events import emit, payload
 from core.models import Event, EventType
@@ -713,6 +713,8 @@ def _settlement(delivery: Delivery, *, number: int, scheduled: bool, success: bo
 
 def _after_settling(delivery: Delivery, changes: dict[str, Any], *, success: bool, error: str,
                     now: datetime) -> None:
+    metrics.work_attempt("webhook_delivery", changes["status"], succeeded=DeliveryStatus.DELIVERED,
+                         failed=DeliveryStatus.FAILED)
     if changes["status"] == DeliveryStatus.FAILED and delivery.surface == Surface.LEGACY:
         logger.warning("Legacy webhook delivery %s dropped after %s attempts: %s",
                        delivery.pk, delivery.attempt_count, error)

@@ -22,6 +22,7 @@ from typing import Any
 import openai
 from django.conf import settings
 
+from core import metrics
 from core.errors import ProviderTimeout, ProviderUnavailable
 
 from .. import prompts
@@ -146,6 +147,9 @@ class OpenAIProvider(Provider):
             )
         except Exception as exc:
             raise _provider_error(exc) from exc
+        used = getattr(getattr(completion, "usage", None), "total_tokens", None)
+        if isinstance(used, int) and used > 0:
+            metrics.MODEL_TOKENS.labels(self.name, "analysis").inc(used)
         return _parse_analysis(completion, ctx)
 
     async def reply(self, ctx: TurnContext, analysis: Analysis, plan: ReplyPlan) -> AsyncIterator[str]:

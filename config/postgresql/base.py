@@ -96,7 +96,8 @@ def _shared(settings_dict: dict) -> tuple[Breaker, _Probe]:
     server = f"{settings_dict['HOST'] or 'localhost'}:{settings_dict['PORT'] or 5432}"
     with _lock:
         if server not in _breakers:
-            _breakers[server] = Breaker(f"the database server {server}", cooldown=COOLDOWN_SECONDS)
+            _breakers[server] = Breaker(f"the database server {server}", cooldown=COOLDOWN_SECONDS,
+                                         kind="database")
             _probes[server] = _Probe()
         return _breakers[server], _probes[server]
 

@@ -21,6 +21,7 @@ from functools import cached_property
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from core import metrics
 from core.errors import RateLimited
 
 from .store import GRACE_SECONDS, KEY_PREFIX, Counter, SlotClaim, StoreUnavailable, get_store, ttl_until
@@ -179,6 +180,7 @@ class Decision:
     def error(self) -> RateLimited:
         report = self.report
         assert report is not None and not self.allowed
+        metrics.RATE_LIMIT_REFUSALS.labels(report.policy).inc()
         retry = self.retry_after
         return RateLimited(
             f"Rate limit exceeded: {report.description}. Retry in {retry} "

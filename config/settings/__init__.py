@@ -91,6 +91,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that a request's time is the whole chain's; absent while METRICS_TOKEN is unset.
+    "config.metrics.RequestMetricsMiddleware",
     "config.api.input.QueryTextMiddleware",  # first: a NUL reaches no query of any middleware
     "tenants.cors.WidgetOriginsMiddleware",  # before CorsMiddleware: it answers its question
     "corsheaders.middleware.CorsMiddleware",
@@ -440,3 +442,9 @@ PUBLIC_BASE_URL = (env_str("PUBLIC_BASE_URL") or "http://127.0.0.1:8000").rstrip
 # How long the signed links of a meeting email work (the booking horizon is 21 days).
 MEETING_LINK_MAX_AGE_DAYS = env_int("MEETING_LINK_MAX_AGE_DAYS", 45, minimum=1)
 CELERY_BEAT_SCHEDULE["sweep-emails"] = {"task": "conversations.emails_sweep", "schedule": 15.0}
+
+# --- Metrics (docs/operations.md) -----------------------------------------------------------
+
+from .metrics import metrics_settings  # noqa: E402
+
+globals().update(metrics_settings(VAR_DIR))

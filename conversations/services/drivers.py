@@ -47,6 +47,7 @@ from agent.interface import (
     phrase,
     private_instructions,
 )
+from core import metrics
 from core.errors import ServiceError
 
 from .turn import (
@@ -103,6 +104,9 @@ class _Turn:
     # For the provider's health: None when no model is asked this turn, "" while it answers,
     # else why it failed.
     provider_failure: str | None = None
+    # For /metrics (core/metrics.py): the tenant's agent kind, whatever answers in the end.
+    agent: str = BuiltinProvider.name
+    clock: metrics.Stopwatch = field(default_factory=metrics.Stopwatch)
 
     @classmethod
     def start(cls, opened: OpenedTurn, provider: Provider, *, streaming: bool = False) -> _Turn:
@@ -110,7 +114,7 @@ class _Turn:
         return cls(opened=opened, provider=provider,
                    deadline=_Deadline(opened.ctx.limits.turn_seconds),
                    analysis=_silent_analysis(opened.ctx), streaming=streaming,
-                   provider_failure="" if asks else None)
+                   provider_failure="" if asks else None, agent=provider.name)
 
     def _provider_failed(self, exc: ServiceError) -> None:
         """The provider failed: the rest of the turn is the builtin agent's, and the turn
@@ -118,6 +122,7 @@ class _Turn:
         logger.warning("provider failed in conversation %s, the builtin agent answers: %s",
                        self.opened.conversation_id, exc.message)
         self.provider_failure = self.info["provider_failure"] = exc.message
+        metrics.PROVIDER_ERRORS.labels(self.agent).inc()
         self.info["reply"] = "builtin (provider failed)"
         self.provider = BuiltinProvider()
 
@@ -207,6 +212,7 @@ class _Turn:
         its error, and what was shown is kept (the failure is recorded all the same)."""
         if self.streaming and self.parts:
             self.provider_failure = self.info["provider_failure"] = exc.message
+            metrics.PROVIDER_ERRORS.labels(self.agent).inc()
             return False
         self._provider_failed(exc)
         self.parts.clear()  # not shown: a reply that is not a stream is sent whole, at the end
@@ -216,6 +222,8 @@ class _Turn:
         """The provider's chunks through ``guard``, until it ends, the guard stops it or the
         deadline passes (then ``("", True)``). The provider is closed either way."""
         stream = self.provider.reply(self.opened.ctx, self.analysis, self.plan)
+        model = self.provider.name != BuiltinProvider.name
+        asked, chunks = metrics.Stopwatch(), 0
         try:
             while not guard.done:
                 try:
@@ -226,8 +234,15 @@ class _Turn:
                 except TimeoutError:
                     yield "", True
                     return
+                if model and chunk:
+                    if not chunks:
+                        metrics.MODEL_FIRST_TOKEN_SECONDS.labels(self.agent).observe(
+                            asked.seconds())
+                    chunks += 1
                 yield guard.feed(chunk), False
         finally:
+            if chunks:
+                metrics.MODEL_TOKENS.labels(self.agent, "reply").inc(chunks)
             await stream.aclose()
 
     def _sources(self) -> list[str]:
@@ -261,10 +276,26 @@ class _Turn:
         return text
 
     async def close(self, *, interrupted: bool = False) -> TurnOutcome:
-        return await sync_to_async(turn_close)(
+        outcome = await sync_to_async(turn_close)(
             opened=self.opened, analysis=self.analysis, plan=self.plan,
             content="".join(self.parts), cited=self.cited, interrupted=interrupted,
             turn=self.info, provider_failure=self.provider_failure)
+        if not interrupted:
+            path = self.path()
+            metrics.CHAT_TURNS.labels(self.agent, path).inc()
+            metrics.CHAT_TURN_SECONDS.labels(self.agent, path).observe(self.clock.seconds())
+        return outcome
+
+    def path(self) -> str:
+        """What answered (core/metrics.py): ``builtin`` when no model was asked (the tenant's
+        agent is the builtin one, or a handed-off conversation's fixed notice), ``model`` when
+        the model analysed and replied, ``rules_fallback`` when the builtin agent's rules took
+        over any of it (an unusable analysis, a failed or late provider, an empty reply)."""
+        if self.agent == BuiltinProvider.name or self.opened.silent:
+            return "builtin"
+        if self.info.get("analysis") == "model" and self.info.get("reply") == self.agent:
+            return "model"
+        return "rules_fallback"
 
     async def save_partial(self) -> None:
         if not self.parts:

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core import broker
+from core import broker, metrics
 from core.models import Event, EventType
 from core.timestamps import parse_timestamp
 from core.work import EMAIL_SCHEDULE
@@ -242,6 +242,8 @@ def _record(email: OutboundEmail, *, token: uuid.UUID, error: str, transient: bo
         logger.warning("Email %s: result of attempt %s dropped, the claim is gone", email.pk,
                        email.attempts)
         return None
+    metrics.work_attempt("email", changes["status"], succeeded=EmailStatus.SENT,
+                         failed=EmailStatus.FAILED)
     email.refresh_from_db()
     return email
 

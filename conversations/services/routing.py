@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
+from core import metrics
 from core.models import EventType
 from tenants.availability import hours_of, next_opening, within_hours
 from tenants.models import Tenant, User, UserStatus
@@ -63,6 +64,7 @@ def rep_for_handoff(*, tenant: Tenant, now: datetime, preferred_id: uuid.UUID | 
                       .order_by("pk"))
     available = _available(candidates, tenant, now)
     if not available:
+        metrics.HANDOFFS_UNASSIGNED.inc()
         return None
     chosen = next((person for person in available if person.pk == preferred_id), None)
     if chosen is None:  # never assigned first, then whoever waited longest

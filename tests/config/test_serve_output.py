@@ -61,6 +61,9 @@ def test_make_run_prints_the_keys_and_urls_last(tmp_path):
         urls = [first(f"  Demo page:     {base}/demo/"), first(f"  Dashboard:     {base}/dashboard/")]
         assert block < min(keys) and max(keys) < min(urls)
         assert lines[-1] == f"Serving on {base}/ (Ctrl-C stops the server, the worker and beat)"
+        # How to turn the metrics on (docs/operations.md), just above.
+        assert lines[-2] == ("Metrics: off; METRICS_TOKEN=<a long random token> make run serves "
+                             f"them on {base}/metrics (docs/operations.md)")
         # Beat's sweeps run every few seconds; their routine lines do not push the block up.
         time.sleep(SWEEP_SECONDS + 1)
         assert log.read_text().splitlines()[-1] == lines[-1]

@@ -64,6 +64,24 @@ def routine_lines() -> re.Pattern:
                       rf"|Task ({tasks})\[[0-9a-f-]+\] (received|succeeded in )")
 
 
+def empty_metrics_dir() -> None:
+    """The series of the processes of an earlier run go: the children start from zero, as
+    Prometheus expects of processes that start (a counter that restarts is a reset it handles;
+    a dead process's file summed for ever is not)."""
+    if not settings.METRICS_TOKEN:
+        return
+    for path in Path(settings.METRICS_DIR).glob("*.db"):
+        path.unlink(missing_ok=True)
+
+
+def metrics_line(base_url: str) -> str:
+    if settings.METRICS_TOKEN:
+        return (f"Metrics: {base_url}/metrics with Authorization: Bearer $METRICS_TOKEN "
+                "(docs/operations.md)")
+    return ("Metrics: off; METRICS_TOKEN=<a long random token> make run serves them on "
+            f"{base_url}/metrics (docs/operations.md)")
+
+
 class Relay:
     """Copies the children's output, line by line, to this command's standard output, without
     the routine lines of the periodic sweeps, and notes the lines that say the worker and beat
@@ -276,6 +294,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         failed = None
+        empty_metrics_dir()
         supervisor.start()
         try:
             while not supervisor.stopping and failed is None:
@@ -318,6 +337,7 @@ class Command(BaseCommand):
         from config.demo import demo_lines
 
         lines = demo_lines(demo, base_url=base_url) if demo else []
+        lines.append(metrics_line(base_url))
         lines.append(f"Serving on {base_url}/ (Ctrl-C stops the server"
                      + (", the worker and beat)" if wait_for_worker else ")"))
         return {"text": "\n".join(lines) + "\n", "wanted": {"worker", "beat"} if wait_for_worker
