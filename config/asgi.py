@@ -13,6 +13,7 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from config.handlers import get_asgi_application  # noqa: E402
+from config.tracing import start_tracing  # noqa: E402
 from config.serving import (  # noqa: E402
     configure_daphne_access_log,
     configure_daphne_requests,
@@ -22,6 +23,8 @@ from config.serving import (  # noqa: E402
 
 configure_daphne_requests()
 configure_daphne_access_log()
+# Off unless the OTEL_* variables ask for it; before the handler loads the middleware.
+start_tracing("web")
 
 django_asgi_app = get_asgi_application()
 

@@ -21,7 +21,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
+def wait_for_port(port: int, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -92,14 +92,16 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None) ->
 
 
 @contextlib.contextmanager
-def celery_worker(env: dict[str, str | None] | None, log_path: Path, *, beat: bool = False
+def celery_worker(env: dict[str, str | None] | None, log_path: Path, *, beat: bool = False,
+                  level: str = "WARNING", app: str = "config", pool: str | None = None
                   ) -> Iterator[subprocess.Popen]:
     """``celery -A config worker`` as ``make run`` starts it (``beat``: with beat inside, whose
     sweepers then run, as ``manage.py serve`` runs them); its output goes to a file, never to an
     unread pipe that would fill and stall it."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
+            [sys.executable, "-m", "celery", "-A", app, "worker", f"--loglevel={level}",
+             *([f"--pool={pool}"] if pool else []),
              "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat",
              *(["--beat"] if beat else [])],
             cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,

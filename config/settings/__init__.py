@@ -90,10 +90,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "config.api.input.QueryTextMiddleware",  # first: a NUL reaches no query of any middleware
+    # First: every answer, those of the middleware below included, has its X-Request-Id, and
+    # every line logged on the way carries it (docs/operations.md, "Logs and traces").
+    "config.middleware.RequestIdMiddleware",
+    "config.api.input.QueryTextMiddleware",  # a NUL reaches no query of any middleware
     "tenants.cors.WidgetOriginsMiddleware",  # before CorsMiddleware: it answers its question
     "corsheaders.middleware.CorsMiddleware",
-    "config.middleware.RequestIdMiddleware",
     # Django's middleware, wrapped so as to cost no thread hop where they have nothing to do
     # (config/middleware.py); in Django's order.
     "config.middleware.SecurityHeadersMiddleware",
@@ -366,7 +368,9 @@ from .api import *  # noqa: E402,F403
 from .csp import *  # noqa: E402,F403
 from .knowledge import *  # noqa: E402,F403
 from .limits import *  # noqa: E402,F403
-from .logging import *  # noqa: E402,F403
+from .logging import logging_settings  # noqa: E402
+
+globals().update(logging_settings(DEBUG))
 
 # --- The agent ------------------------------------------------------------------------------
 
