@@ -13,13 +13,13 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from config.handlers import get_asgi_application  # noqa: E402
-from config.tracing import start_tracing  # noqa: E402
 from config.serving import (  # noqa: E402
     configure_daphne_access_log,
     configure_daphne_requests,
     settle_garbage_collector,
     warm_up_the_agent,
 )
+from config.tracing import start_tracing  # noqa: E402
 
 configure_daphne_requests()
 configure_daphne_access_log()

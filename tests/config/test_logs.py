@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -117,7 +118,7 @@ def _serve(env, var):
 
 
 def _lines(path) -> list[dict]:
-    text = open(path, errors="replace").read()
+    text = Path(path).read_text(errors="replace")
     lines = [line for line in text.splitlines() if line.strip()]
     parsed = []
     for line in lines:
@@ -150,7 +151,7 @@ def test_every_line_is_json_and_a_request_and_its_task_carry_one_id(stack):
         deadline = time.monotonic() + 60
         while (state := client.get(f"/api/v1/knowledge-base/{document}").json()).get(
                 "status") == "processing":
-            assert time.monotonic() < deadline, open(stack["worker_log"]).read()[-3000:]
+            assert time.monotonic() < deadline, Path(stack["worker_log"]).read_text()[-3000:]
             time.sleep(1)
         assert state.get("status") == "failed", state
 
@@ -166,8 +167,9 @@ def test_every_line_is_json_and_a_request_and_its_task_carry_one_id(stack):
     line = by_id[missing.headers["X-Request-Id"]]
     assert (line["route"], line["status"], line["tenant"]) == ("/api/v1/leads/<id>", 404,
                                                               stack["tenant"])
-    everything = open(stack["log"]).read() + open(stack["worker_log"]).read()
-    assert "carol" not in everything.lower() and "?" not in open(stack["log"]).read()
+    web_text = Path(stack["log"]).read_text()
+    everything = web_text + Path(stack["worker_log"]).read_text()
+    assert "carol" not in everything.lower() and "?" not in web_text
 
     worker = _lines(stack["worker_log"])
     failed = [line for line in worker
