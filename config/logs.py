@@ -36,6 +36,9 @@ class RedactingFormatter(logging.Formatter):
         self.inner = inner
 
     def format(self, record: logging.LogRecord) -> str:
+        for name in FIELDS:  # a handler without ContextFilter (another's, a test's) still formats
+            if not hasattr(record, name):
+                setattr(record, name, UNSET)
         return redact(self.inner.format(record) if self.inner else super().format(record))
 
 

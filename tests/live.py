@@ -21,7 +21,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+def wait_for_port(port: int, timeout: float = 120.0, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -46,7 +46,7 @@ def environment(env: dict[str, str | None] | None = None) -> dict[str, str]:
 def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
     """Runs ``manage.py`` in a subprocess and returns its standard output."""
     proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment(env),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr}")
     return proc.stdout

@@ -45,7 +45,7 @@ def _fill(base: str, key: str) -> None:
     """Leads, conversations (chat turns through the model), a document, a webhook and its
     deliveries, through the API as a client would."""
     auth = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=base, headers=auth, timeout=60) as client:
+    with httpx.Client(base_url=base, headers=auth, timeout=180) as client:
         hook = client.post("/api/v1/webhooks", json={
             "url": "https://hooks.example.com/drill", "events": ["lead.created", "lead.updated"],
             "secret": WEBHOOK_SECRET})
@@ -71,7 +71,7 @@ def _answers(base: str, key: str) -> dict[str, object]:
     """Every answer compared: the lists and each record in them."""
     auth = {"Authorization": f"Bearer {key}"}
     answers: dict[str, object] = {}
-    with httpx.Client(base_url=base, headers=auth, timeout=60) as client:
+    with httpx.Client(base_url=base, headers=auth, timeout=180) as client:
         def get(path: str):
             r = client.get(path)
             assert r.status_code == 200, (path, r.text)
@@ -98,7 +98,7 @@ def _answers(base: str, key: str) -> dict[str, object]:
 def _check_secrets(env: dict, base: str, key: str, fake: FakeOpenAI) -> None:
     fake.reset()
     r = httpx.post(f"{base}/api/v1/chat", headers={"Authorization": f"Bearer {key}"},
-                   json={"message": "Hello again", "visitorId": "drill-after"}, timeout=60)
+                   json={"message": "Hello again", "visitorId": "drill-after"}, timeout=180)
     assert r.status_code == 200, r.text
     assert fake.headers and fake.headers[-1]["authorization"] == f"Bearer {MODEL_KEY}"
     secrets = manage("shell", "-c", "from webhooks.models import WebhookSubscription as S; "

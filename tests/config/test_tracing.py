@@ -109,7 +109,7 @@ def _probe_daphne(env):
 @pytest.mark.live
 def test_a_chat_turn_makes_one_trace_to_the_model_and_the_task_it_queued(stack, fake, receiver):
     auth = {"Authorization": f"Bearer {stack['key']}"}
-    with httpx.Client(base_url=stack["base"], headers=auth, timeout=60) as client:
+    with httpx.Client(base_url=stack["base"], headers=auth, timeout=180) as client:
         hook = client.post("/api/v1/webhooks", json={
             "url": receiver.url(), "events": ["conversation.started", "message.received"]})
         assert hook.status_code == 201, hook.text
@@ -118,7 +118,7 @@ def test_a_chat_turn_makes_one_trace_to_the_model_and_the_task_it_queued(stack, 
                                               "visitorId": "traced-visitor"})
         assert r.status_code == 200, r.text
         assert fake.headers, "the model was not called"
-        receiver.wait_for(1, timeout=60)
+        receiver.wait_for(1, timeout=180)
         searched = client.get("/api/v1/leads", params={"search": "hidden.person@example.com"})
         assert searched.status_code == 200
         web = client.get("/__spans").json()
