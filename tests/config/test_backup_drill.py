@@ -25,11 +25,13 @@ pytestmark = pytest.mark.live
 ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith("postgres")
 EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
             "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0", "AGENT_WARM_UP": "false",
-            "AGENT_MAX_RETRIES": "0", "AGENT_TIMEOUT_SECONDS": "10", "FIELD_ENCRYPTION_KEY": None}
+            "AGENT_MAX_RETRIES": "0", "AGENT_TIMEOUT_SECONDS": "10", "FIELD_ENCRYPTION_KEY": None,
+            "WEBHOOKS_ALLOW_HTTP": "1", "WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1"}
 PRODUCTION = {"DEBUG": "0", "SECRET_KEY": "drill-secret-key-0123456789abcdef",
               "ALLOWED_HOSTS": "127.0.0.1,localhost", "V1_REQUIRE_HTTPS": "0",
               "AGENT_WARM_UP": "false", "AGENT_MAX_RETRIES": "0", "AGENT_TIMEOUT_SECONDS": "10",
-              "FIELD_ENCRYPTION_KEY": None}
+              "FIELD_ENCRYPTION_KEY": None, "WEBHOOKS_ALLOW_HTTP": "1",
+              "WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1"}
 MODEL_KEY = "sk-drill-model-key-0123456789"
 WEBHOOK_SECRET = "whsec_drill_0123456789abcdef0123456789"
 
@@ -47,7 +49,7 @@ def _fill(base: str, key: str) -> None:
     auth = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=base, headers=auth, timeout=180) as client:
         hook = client.post("/api/v1/webhooks", json={
-            "url": "https://hooks.example.com/drill", "events": ["lead.created", "lead.updated"],
+            "url": "http://127.0.0.1:9/drill", "events": ["lead.created", "lead.updated"],
             "secret": WEBHOOK_SECRET})
         assert hook.status_code == 201, hook.text
         for n in range(3):
