@@ -123,7 +123,14 @@ def test_a_chat_turn_makes_one_trace_to_the_model_and_the_task_it_queued(stack, 
         assert searched.status_code == 200
         web = client.get("/__spans").json()
 
-    turn = next(s for s in web if s["kind"] == "SERVER" and "api/v1/chat" in s["name"])
+    def server(path: str) -> dict:
+        found = [s for s in web if s["kind"] == "SERVER" and any(
+            str(s["attributes"].get(name, "")).rstrip("/").endswith(path)
+            for name in ("http.route", "http.target", "url.path")) or path in s["name"]]
+        assert found, [(s["kind"], s["name"], s["attributes"]) for s in web][:20]
+        return found[0]
+
+    turn = server("api/v1/chat")
     trace = [s for s in web if s["trace"] == turn["trace"]]
     by_id = {s["id"]: s for s in trace}
 
@@ -134,7 +141,7 @@ def test_a_chat_turn_makes_one_trace_to_the_model_and_the_task_it_queued(stack, 
                 return True
         return False
 
-    search = next(s for s in web if s["kind"] == "SERVER" and "api/v1/leads" in s["name"])
+    search = server("api/v1/leads")
     assert "hidden" not in json.dumps(search) and "search=" not in json.dumps(search), search
     model = [s for s in trace if s["kind"] == "CLIENT" and any(
         "/chat/completions" in str(v) for v in s["attributes"].values())]
