@@ -148,7 +148,7 @@ def test_every_line_is_json_and_a_request_and_its_task_carry_one_id(stack):
                              data={"title": "Locked"})
         assert upload.status_code == 201, upload.text
         document = upload.json()["id"]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a worker on a busy machine
         while (state := client.get(f"/api/v1/knowledge-base/{document}").json()).get(
                 "status") == "processing":
             assert time.monotonic() < deadline, Path(stack["worker_log"]).read_text()[-3000:]
