@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.core import signing
 from rest_framework import authentication, exceptions
 
+from config import logs
 from tenants.models import Tenant
 from tenants.selectors import admin_session_mark, tenant_by_admin_session
 
@@ -56,6 +57,7 @@ class BearerKeyAuthentication(authentication.BaseAuthentication):
         key = api_key_authenticate(raw.strip())
         if key is None:
             raise exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
+        logs.bind_tenant(key.tenant)
         return Caller(tenant=key.tenant, livemode=key.livemode, scope=key.scope, api_key=key), key
 
     def authenticate_header(self, request) -> str:
@@ -91,6 +93,7 @@ class AdminCookieAuthentication(authentication.BaseAuthentication):
         tenant = tenant_from_admin_cookie(value)
         if tenant is None:
             raise exceptions.AuthenticationFailed("The session has expired; sign in again.")
+        logs.bind_tenant(tenant)
         return Caller(tenant=tenant, livemode=True, scope=Scope.ADMIN, via="admin_cookie"), None
 
     def authenticate_header(self, request) -> str:

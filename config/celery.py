@@ -7,7 +7,15 @@ Broker: Redis when ``REDIS_URL`` is set, otherwise a SQLite file under ``var/cel
 import os
 
 from celery import Celery
-from celery.signals import after_setup_logger, after_setup_task_logger, task_postrun, task_prerun, worker_init
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    before_task_publish,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -34,12 +42,79 @@ def _keep_database_connections(**kwargs) -> None:
 
 @after_setup_logger.connect
 @after_setup_task_logger.connect
-def _redact_log_lines(logger, **kwargs) -> None:
-    """A worker's and beat's lines mask email addresses as the web's do: Celery sets up its own
-    handlers in place of the settings' ``LOGGING`` (config/logs.py)."""
-    from config.logs import redact_handlers
+def _format_log_lines(logger, **kwargs) -> None:
+    """A worker's and beat's lines are written as the web's are (``LOG_FORMAT``, the context's
+    fields, email addresses masked): Celery sets up its own handlers in place of the settings'
+    ``LOGGING`` (config/logs.py)."""
+    from django.conf import settings
 
-    redact_handlers(logger)
+    from config.logs import use_formats
+
+    use_formats(logger, settings.LOG_FORMAT)
+
+
+# The request's log context travels with the tasks it queues, in the message's headers.
+CONTEXT_HEADER = "salesagent_log"
+
+
+@before_task_publish.connect
+def _send_log_context(headers=None, **kwargs) -> None:
+    from config import logs
+
+    if headers is None:
+        return
+    context = {name: value for name in ("request_id", "tenant")
+               if (value := logs.current(name))}
+    if context:
+        headers[CONTEXT_HEADER] = context
+
+
+@task_prerun.connect
+def _open_task_scope(task_id=None, task=None, **kwargs) -> None:
+    """Every line of a task carries the id of the request that queued it (a sweeper's tasks
+    have none), that request's tenant, the surface ``task`` and the task's name as its route."""
+    from config import logs
+
+    if task is None:
+        return
+    if task.request.is_eager and logs.current("request_id"):
+        return  # run in the caller's scope (CELERY_TASK_ALWAYS_EAGER)
+    sent = getattr(task.request, CONTEXT_HEADER, None) or {}
+    if not isinstance(sent, dict):
+        sent = {}
+    task.request.log_scope_token = logs.open_scope(
+        request_id=str(sent.get("request_id") or ""), tenant=str(sent.get("tenant") or ""),
+        surface="task", route=task.name)
+
+
+@task_postrun.connect
+def _close_task_scope(task=None, **kwargs) -> None:
+    from config import logs
+
+    token = getattr(task.request, "log_scope_token", None) if task is not None else None
+    if token is not None:
+        task.request.log_scope_token = None
+        logs.close_scope(token)
+
+
+@worker_process_init.connect
+def _trace_worker_process(**kwargs) -> None:
+    """Each worker process exports its own spans (docs/operations.md, "Traces"): a prefork
+    child starts tracing after the fork, where the exporter's thread must run."""
+    from config.tracing import start_tracing
+
+    start_tracing("worker")
+
+
+@worker_init.connect
+def _trace_worker(sender=None, **kwargs) -> None:
+    """A worker whose pool runs tasks in its own process (solo, threads) starts it here."""
+    pool = getattr(sender, "pool_cls", None)
+    name = pool if isinstance(pool, str) else getattr(pool, "__module__", "")
+    if "prefork" not in str(name):
+        from config.tracing import start_tracing
+
+        start_tracing("worker")
 
 
 # Task run times for /metrics (core/metrics.py): started by task id, in this worker process.

@@ -21,10 +21,15 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
+import time
 import uuid
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.utils.module_loading import import_string
+
+from config import logs
+
+request_log = logging.getLogger("salesagent.requests")
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
@@ -36,10 +41,15 @@ def new_request_id() -> str:
 
 
 class RequestIdMiddleware:
-    """Gives every request an id, in the logs and in the ``X-Request-Id`` response header.
+    """Gives every request an id, in the logs and in the ``X-Request-Id`` response header, and
+    opens the request's log scope (``config.logs``): each line logged while it runs carries the
+    id, the surface, the route template once the URL is resolved and the tenant once it is known.
 
     A well-formed inbound ``X-Request-Id`` (from a load balancer) is kept so that one id follows
-    the request across hops.
+    the request across hops. It is the id that a 500's envelope quotes (``requestId``) and that
+    the Celery tasks the request queues carry (``config/celery.py``). With ``LOG_FORMAT=json``
+    the request ends with one line of its own (``salesagent.requests``: method, route, status,
+    duration), in place of daphne's access line (``config.serving``).
     """
 
     sync_capable = True
@@ -50,37 +60,87 @@ class RequestIdMiddleware:
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:
             markcoroutinefunction(self)
+            # Django collects view hooks from the instance; an async one costs no thread hop.
+            self.process_view = self._aprocess_view
+        from django.conf import settings
 
-    def _start(self, request) -> contextvars.Token:
+        self.log_requests = settings.LOG_FORMAT == "json"
+
+    def _start(self, request) -> tuple[contextvars.Token, contextvars.Token]:
         inbound = request.headers.get("X-Request-Id", "")
         request.request_id = inbound if _INBOUND_ID.match(inbound) else new_request_id()
-        return request_id_var.set(request.request_id)
+        request._log_started = time.perf_counter()
+        return (request_id_var.set(request.request_id),
+                logs.open_scope(request_id=request.request_id,
+                                surface=surface_of_path(request.path_info)))
+
+    def _finish(self, request, response, tokens) -> None:
+        try:
+            response["X-Request-Id"] = request.request_id
+            if self.log_requests:
+                request_log.info(
+                    "%s %s %s", request.method, logs.current("route") or "-",
+                    response.status_code, extra={
+                        "method": request.method, "status": response.status_code,
+                        "duration_ms": round((time.perf_counter() - request._log_started) * 1000,
+                                             1)})
+        finally:
+            # A stream's body is made after this returns, by code that logs too: its scope stays
+            # open in the request's own context (a task of its own under daphne).
+            if not response.streaming:
+                logs.close_scope(tokens[1])
+                request_id_var.reset(tokens[0])
 
     def __call__(self, request):
         if self.is_async:
             return self.__acall__(request)
-        token = self._start(request)
+        tokens = self._start(request)
         try:
             response = self.get_response(request)
-        finally:
-            request_id_var.reset(token)
-        response["X-Request-Id"] = request.request_id
+        except BaseException:
+            logs.close_scope(tokens[1])
+            request_id_var.reset(tokens[0])
+            raise
+        self._finish(request, response, tokens)
         return response
 
     async def __acall__(self, request):
-        token = self._start(request)
+        tokens = self._start(request)
         try:
             response = await self.get_response(request)
-        finally:
-            request_id_var.reset(token)
-        response["X-Request-Id"] = request.request_id
+        except BaseException:
+            logs.close_scope(tokens[1])
+            request_id_var.reset(tokens[0])
+            raise
+        self._finish(request, response, tokens)
         return response
 
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if request.resolver_match is not None:
+            logs.bind(route=logs.route_template(request.resolver_match))
 
-class RequestIdLogFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id_var.get()
-        return True
+    async def _aprocess_view(self, request, view_func, view_args, view_kwargs):
+        self.process_view(request, view_func, view_args, view_kwargs)
+
+
+def surface_of_path(path: str) -> str:
+    """The surface a request is on, for the logs: ``v1``, ``legacy`` (the API, widget's
+    included), or the first segment of a page's path (``dashboard``, ``admin``, ``meetings``…;
+    ``pages`` for the others)."""
+    if path.startswith("/api/v1/") or path == "/api/v1":
+        return "v1"
+    if path.startswith("/api/"):
+        return "legacy"
+    first = path.strip("/").split("/", 1)[0]
+    return first if first in _PAGE_SURFACES else "pages"
+
+
+_PAGE_SURFACES = {"dashboard", "admin", "meetings", "widget.js", "static", "demo", "docs"}
+
+
+class RequestIdLogFilter(logs.ContextFilter):
+    """The request's fields on a record (``config.logs.ContextFilter``; kept by this name for
+    configurations that name it)."""
 
 
 # --- Django's middleware without needless thread hops -----------------------------------------

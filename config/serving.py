@@ -132,8 +132,15 @@ def configure_daphne_access_log() -> None:
     if getattr(Server.log_action, "_salesagent_path_only", False):
         return
     log_action = Server.log_action
+    from django.conf import settings
+
+    # With LOG_FORMAT=json the request's own line (config.middleware.RequestIdMiddleware) is
+    # the access log: one JSON object with the request id, tenant and route template.
+    json_lines = settings.LOG_FORMAT == "json"
 
     def path_only(self, protocol, action, details):
+        if json_lines:
+            return
         path = details.get("path")
         if isinstance(path, str) and "?" in path:
             details = {**details, "path": path.partition("?")[0]}

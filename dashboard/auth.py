@@ -22,6 +22,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_otp import DEVICE_ID_SESSION_KEY
 
+from config import logs
 from tenants import two_factor
 from tenants.models import UserRole
 from tenants.selectors import (
@@ -116,6 +117,13 @@ def second_factor(request: HttpRequest) -> SecondFactor:
 
 
 def resolve_actor(request: HttpRequest) -> Actor | None:
+    actor = _actor(request)
+    if actor is not None:
+        logs.bind_tenant(actor.tenant)
+    return actor
+
+
+def _actor(request: HttpRequest) -> Actor | None:
     livemode = request.session.get(MODE_SESSION_KEY, True) is not False
     user = request.user
     if user.is_authenticated:

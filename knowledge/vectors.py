@@ -66,25 +66,26 @@ def embed_document(*, tenant: Tenant, title: str, chunks: Sequence) -> dict[str,
     try:
         made[embeddings.MODEL_ID] = list(embeddings.encode(texts))
     except Exception:  # the document is still worth indexing for full-text search
-        logger.exception("embedding the chunks of %r failed; the sweeper embeds them later", title)
+        logger.exception("embedding %d chunks of a document failed; the sweeper embeds them later",
+                         len(texts))
     embedder = provider_embeddings.for_tenant(tenant)
     if embedder is not None and texts:
-        by_provider = _embed_by_provider(embedder, texts, title=title)
+        by_provider = _embed_by_provider(embedder, texts)
         if by_provider:
             made[embedder.model_id] = by_provider
     return made
 
 
-def _embed_by_provider(embedder: provider_embeddings.Embedder, texts: list[str], *,
-                       title: str) -> list[np.ndarray]:
+def _embed_by_provider(embedder: provider_embeddings.Embedder,
+                       texts: list[str]) -> list[np.ndarray]:
     made: list[np.ndarray] = []
     deadline = time.monotonic() + PROVIDER_INDEXING_SECONDS
     step = provider_embeddings.BATCH
     try:
         for start in range(0, len(texts), step):
             if time.monotonic() > deadline:
-                logger.info("embedding %r through %r took %d s for %d of %d chunks; the "
-                            "re-embedding does the rest", title, embedder,
+                logger.info("embedding a document through %r took %d s for %d of %d chunks; the "
+                            "re-embedding does the rest", embedder,
                             PROVIDER_INDEXING_SECONDS, start, len(texts))
                 break
             made.extend(provider_embeddings.encode(
@@ -92,11 +93,11 @@ def _embed_by_provider(embedder: provider_embeddings.Embedder, texts: list[str],
                 timeout=settings.KNOWLEDGE_PROVIDER_INDEX_TIMEOUT_SECONDS,
                 max_retries=settings.AGENT_MAX_RETRIES))
     except provider_embeddings.EmbeddingFailed as failure:
-        logger.warning("embedding the chunks of %r through %r failed: %s; retrieval compares the "
-                       "local model's vectors until the re-embedding makes the provider's",
-                       title, embedder, failure)
+        logger.warning("embedding the chunks of a document through %r failed: %s; retrieval "
+                       "compares the local model's vectors until the re-embedding makes the "
+                       "provider's", embedder, failure)
     if made and len({len(v) for v in made}) != 1:
-        logger.warning("the provider's vectors for %r differ in length; not stored", title)
+        logger.warning("the provider's vectors for a document differ in length; not stored")
         return []
     return made
 

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from config import logs
 from core import crypto
 from core.models import Event, EventType
 
@@ -28,7 +29,9 @@ def tenant_by_public_id(public_id: Any) -> Tenant | None:
     """The tenant a widget or public chat request names; None for anything else."""
     if not isinstance(public_id, str) or not _PUBLIC_ID.fullmatch(public_id):
         return None
-    return Tenant.objects.filter(public_id=public_id).first()
+    tenant = Tenant.objects.filter(public_id=public_id).first()
+    logs.bind_tenant(tenant)
+    return tenant
 
 
 def tenant_by_admin_token(token: str) -> Tenant | None:

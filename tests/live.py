@@ -25,7 +25,7 @@ def wait_for_port(port: int, timeout: float | None = None,
                   proc: subprocess.Popen | None = None) -> None:
     # LIVE_START_TIMEOUT: longer waits (here and in ``manage``) for a machine shared by many
     # test runs at once.
-    timeout = timeout or float(os.environ.get("LIVE_START_TIMEOUT") or 60.0)
+    timeout = timeout or float(os.environ.get("LIVE_START_TIMEOUT") or 120.0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -51,7 +51,7 @@ def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
     """Runs ``manage.py`` in a subprocess and returns its standard output."""
     proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment(env),
                           capture_output=True, text=True,
-                          timeout=max(120.0, float(os.environ.get("LIVE_START_TIMEOUT") or 0)))
+                          timeout=max(300.0, float(os.environ.get("LIVE_START_TIMEOUT") or 0)))
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr}")
     return proc.stdout
@@ -98,14 +98,16 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None, *,
 
 
 @contextlib.contextmanager
-def celery_worker(env: dict[str, str | None] | None, log_path: Path, *, beat: bool = False
+def celery_worker(env: dict[str, str | None] | None, log_path: Path, *, beat: bool = False,
+                  level: str = "WARNING", app: str = "config", pool: str | None = None
                   ) -> Iterator[subprocess.Popen]:
     """``celery -A config worker`` as ``make run`` starts it (``beat``: with beat inside, whose
     sweepers then run, as ``manage.py serve`` runs them); its output goes to a file, never to an
     unread pipe that would fill and stall it."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING",
+            [sys.executable, "-m", "celery", "-A", app, "worker", f"--loglevel={level}",
+             *([f"--pool={pool}"] if pool else []),
              "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat",
              *(["--beat"] if beat else [])],
             cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,

@@ -93,10 +93,12 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so that a request's time is the whole chain's; absent while METRICS_TOKEN is unset.
     "config.metrics.RequestMetricsMiddleware",
-    "config.api.input.QueryTextMiddleware",  # first: a NUL reaches no query of any middleware
+    # Then: every answer, those of the middleware below included, has its X-Request-Id, and
+    # every line logged on the way carries it (docs/operations.md, "Logs and traces").
+    "config.middleware.RequestIdMiddleware",
+    "config.api.input.QueryTextMiddleware",  # a NUL reaches no query of any middleware
     "tenants.cors.WidgetOriginsMiddleware",  # before CorsMiddleware: it answers its question
     "corsheaders.middleware.CorsMiddleware",
-    "config.middleware.RequestIdMiddleware",
     # Django's middleware, wrapped so as to cost no thread hop where they have nothing to do
     # (config/middleware.py); in Django's order.
     "config.middleware.SecurityHeadersMiddleware",
@@ -369,7 +371,9 @@ from .api import *  # noqa: E402,F403
 from .csp import *  # noqa: E402,F403
 from .knowledge import *  # noqa: E402,F403
 from .limits import *  # noqa: E402,F403
-from .logging import *  # noqa: E402,F403
+from .logging import logging_settings  # noqa: E402
+
+globals().update(logging_settings(DEBUG))
 
 # --- The agent ------------------------------------------------------------------------------
 

@@ -19,7 +19,9 @@ from tests.live import ROOT, daphne, environment, manage, scratch_database
 EMAIL = "alice.searched@example.com"
 PRODUCTION = {"DEBUG": "0", "SECRET_KEY": "access-log-secret-key-0123456789",
               "V1_REQUIRE_HTTPS": "0", "ALLOWED_HOSTS": "127.0.0.1,localhost",
-              "AGENT_WARM_UP": "false"}
+              "AGENT_WARM_UP": "false",
+              # daphne's own access line, which LOG_FORMAT=json replaces (tests/config/test_logs.py)
+              "LOG_FORMAT": "text"}
 
 
 @pytest.fixture(scope="module")
