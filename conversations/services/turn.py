@@ -56,6 +56,7 @@ from tenants.selectors import agent_phrasing_examples
 from tenants.services import provider_health_record
 
 from .. import scheduling
+from ..attachments import Upload, attachment_payload
 from ..events import emit_conversation_event, message_facts
 from ..models import (
     IDLE_EXPIRY,
@@ -67,6 +68,7 @@ from ..models import (
     Role,
 )
 from . import capture, routing
+from .attachments import attachment_add, files_kept_on_success
 from .lifecycle import conversation_end, conversation_start, hand_off
 from .messages import append_message
 
@@ -111,6 +113,9 @@ class TurnInput:
     consent: Acceptance | None = None
     # The visitor's browser asks not to be tracked (DNT: 1 or Sec-GPC: 1).
     do_not_track: bool = False
+    # A file sent with the message (the widget's): read and checked, not yet stored. The agent
+    # never reads it; ``message`` may then be empty.
+    attachment: Upload | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,8 @@ class OpenedTurn:
     # earlier one that said it; ``wish_now``: this message said it.
     wish: Wish | None = None
     wish_now: bool = False
+    # The files stored with the visitor's message, as the live streams show them.
+    attachments: tuple[dict[str, Any], ...] = ()
 
     @property
     def quiet(self) -> bool:
@@ -173,8 +180,9 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
     consent = _consent_record(inp, now=timezone.now())
     # A tenant on its provider's embeddings has the question embedded first, outside the
     # transaction: no lock waits on the provider (knowledge.retrieval.embed_question).
-    return _open(inp, consent=consent,
-                 question=embed_question(tenant=inp.tenant, query=inp.message))
+    question = embed_question(tenant=inp.tenant, query=inp.message)
+    with files_kept_on_success() as saved:  # a turn refused or failed keeps no file
+        return _open(inp, consent=consent, question=question, saved=saved)
 
 
 def _consent_record(inp: TurnInput, *, now: datetime) -> dict[str, Any] | None:
@@ -198,7 +206,7 @@ def _consent_record(inp: TurnInput, *, now: datetime) -> dict[str, Any] | None:
 
 @transaction.atomic
 def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
-          question: Question | None) -> OpenedTurn:
+          question: Question | None, saved: list[str]) -> OpenedTurn:
     # turn_close's commit follows before the client is answered, and flushes this one with it;
     # a stream shows nothing the visitor could rely on before it either.
     commit_without_waiting_for_the_disk()
@@ -206,6 +214,8 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
     inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now, consent=consent)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
+    files = () if inp.attachment is None else (attachment_payload(attachment_add(
+        conversation=conversation, message=message, upload=inp.attachment, saved=saved)),)
     silent = conversation.status == ConversationStatus.HANDED_OFF
     # Decided under the conversation's lock: two messages at once get one notice.
     notice = silent and _notice_due(conversation, now=now)
@@ -238,7 +248,7 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
                                    question=question),
                       view=view, chosen_slot=chosen_slot,
                       asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
-                      language_told=bool(told), wish=wish, wish_now=wish_now)
+                      language_told=bool(told), wish=wish, wish_now=wish_now, attachments=files)
 
 
 def _notice_due(conversation: Conversation, *, now: datetime) -> bool:

@@ -2,9 +2,11 @@
 
 from django.urls import path
 
-from .legacy import ChatStreamView, TypingView, WidgetConfigView
+from .legacy import AttachmentView, ChatStreamView, TypingView, WidgetConfigView
 
 urlpatterns = [
+    path("chat/attachments/<uuid:attachment_id>", AttachmentView.as_view(),
+         name="legacy-chat-attachment"),
     path("chat/stream", ChatStreamView.as_view(), name="legacy-chat-stream"),
     path("chat/typing", TypingView.as_view(), name="legacy-chat-typing"),
     path("widget", WidgetConfigView.as_view(), name="legacy-widget"),
