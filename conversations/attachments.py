@@ -164,7 +164,7 @@ def file_response(attachment, *, cross_origin: bool = False) -> FileResponse:
     response["Content-Length"] = str(attachment.size)
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = FILE_POLICY
-    response["Cache-Control"] = "private, max-age=3600"
+    response["Cache-Control"] = "no-store"  # as every answer with tenant data (docs/security.md)
     response["Referrer-Policy"] = "no-referrer"
     response["Cross-Origin-Resource-Policy"] = "cross-origin" if cross_origin else "same-origin"
     return response

@@ -11,8 +11,9 @@ import pytest
 
 from widget.views import accepted_codings
 
-# docs/widget.md: the widget stays under 10 KB gzipped (decimal, as the page counts).
-GZIP_BUDGET = 10_000
+# docs/widget.md: the widget stays under 12 KB gzipped (decimal, as the page counts; issue 29
+# moved it from 10 KB for the attachments, the translations and the proactive messages).
+GZIP_BUDGET = 12_000
 
 
 def _sent_size(r) -> int:
@@ -20,7 +21,7 @@ def _sent_size(r) -> int:
     return int(r.headers["content-length"])
 
 
-def test_the_widget_stays_under_10_kb_gzipped(api):
+def test_the_widget_stays_under_12_kb_gzipped(api):
     plain = api.get("/widget.js", headers={"Accept-Encoding": "identity"})
     assert plain.status_code == 200 and "content-encoding" not in plain.headers
     # The file gzipped at level 9, whatever the server does, and what the server sends.
