@@ -60,10 +60,11 @@ class Server(str):
 
 
 @contextlib.contextmanager
-def daphne(env: dict[str, str | None] | None = None, port: int | None = None) -> Iterator[Server]:
+def daphne(env: dict[str, str | None] | None = None, port: int | None = None,
+           wait: float = 20.0) -> Iterator[Server]:
     """Runs ``daphne --no-server-name config.asgi:application`` in a subprocess, as in
     production; yields its base URL. ``port``: a given one (a server started again where a
-    stopped one was), else a free one.
+    stopped one was), else a free one. ``wait``: how long it may take to listen.
 
     Its output goes to a file (``server.log``), never to an unread pipe that would fill and
     stall the server."""
@@ -75,7 +76,7 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None) ->
         cwd=ROOT, env=environment(env), stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        wait_for_port(port, proc=proc)
+        wait_for_port(port, timeout=wait, proc=proc)
         server = Server(f"http://127.0.0.1:{port}")
         server.process = proc
         server.log = log.name

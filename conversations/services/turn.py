@@ -214,8 +214,7 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
     inp, chosen_slot = _read_metadata(inp)
     conversation = _session_for(inp, now=now, consent=consent)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
-    files = () if inp.attachment is None else (attachment_payload(attachment_add(
-        conversation=conversation, message=message, upload=inp.attachment, saved=saved)),)
+    files = _store_file(inp, conversation, message, saved)
     silent = conversation.status == ConversationStatus.HANDED_OFF
     # Decided under the conversation's lock: two messages at once get one notice.
     notice = silent and _notice_due(conversation, now=now)
@@ -249,6 +248,15 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
                       view=view, chosen_slot=chosen_slot,
                       asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
                       language_told=bool(told), wish=wish, wish_now=wish_now, attachments=files)
+
+
+def _store_file(inp: TurnInput, conversation: Conversation, message: Message,
+                saved: list[str]) -> tuple[dict[str, Any], ...]:
+    """The visitor's file, stored with their message; as the stream's ``message_start`` shows it."""
+    if inp.attachment is None:
+        return ()
+    return (attachment_payload(attachment_add(conversation=conversation, message=message,
+                                              upload=inp.attachment, saved=saved)),)
 
 
 def _notice_due(conversation: Conversation, *, now: datetime) -> bool:

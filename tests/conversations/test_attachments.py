@@ -333,3 +333,30 @@ def test_an_erasure_removes_the_files_and_the_export_lists_them(api, kit, files_
     assert erasure["counts"]["attachments"] == 2
     assert list(Attachment.objects.values_list("name", flat=True)) == ["other.gif"]
     assert [p.read_bytes() for p in stored(files_dir)] == [GIF]
+
+
+def test_the_file_lists_take_a_fixed_number_of_queries(api, kit, rep):
+    """The v1 list, the conversation page and the widget's snapshot read the files in one
+    query, however many there are."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    session = send_file(api, kit, PNG, "1.png").json()["sessionId"]
+    conv = f"conv_{uuid.UUID(session).hex}"
+    page = signed_in(rep)
+
+    def counts():
+        found = []
+        for read in (lambda: api.get(f"/api/v1/conversations/{conv}/attachments",
+                                     headers=kit.auth("read")),
+                     lambda: page.get(f"/dashboard/conversations/{session}/"),
+                     lambda: _snapshot(kit, session)):
+            with CaptureQueriesContext(connection) as queries:
+                read()
+            found.append(len(queries))
+        return found
+
+    one = counts()
+    for name in ("2.png", "3.pdf"):
+        send_file(api, kit, PNG if name.endswith("png") else PDF, name, session=session)
+    assert counts() == one

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
+import sys
 import zlib
 
 import pytest
 
 from tests.browser import HostSite, browser, screenshot, watch_csp
-from tests.live import daphne, manage
+from tests.live import ROOT, daphne, environment, manage
 
 from .test_browser import EMBEDDED
 
@@ -54,12 +56,22 @@ def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
+def _migrate(env) -> None:
+    """``manage.py migrate`` with more time than ``manage``'s two minutes: on a machine shared
+    by several test runs, the embedded database's migrations alone have taken longer."""
+    proc = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT,
+                          env=environment(env), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("attachments"))}
-    manage("migrate", "--noinput", env=env)
+    # The agent's models load at the first turn, not before daphne listens: on a busy machine
+    # that start-up outlasts the port's wait (the first turn gets the time instead).
+    env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("attachments")), "AGENT_WARM_UP": "0"}
+    _migrate(env)
     acme = json.loads(manage("create_tenant", "Acme", "--json", env=env))
-    with daphne(env) as base:
+    with daphne(env, wait=180) as base:  # a slow start on a busy machine (_migrate)
         site = HostSite(base, acme["tenant"]["publicId"])
         manage("shell", "-c", SETUP.format(tenant=acme["tenant"]["id"], origin=site.origin,
                                             password=PASSWORD), env=env)
@@ -90,16 +102,16 @@ def _visitor(stack, device: dict):
     return context, page
 
 
-def _idle(visitor) -> None:
+def _idle(visitor, timeout: int = 15000) -> None:
     visitor.wait_for_function(
         "() => document.querySelector('[data-service-widget]').shadowRoot"
-        ".querySelector('.log').getAttribute('aria-busy') === 'false'", timeout=15000)
+        ".querySelector('.log').getAttribute('aria-busy') === 'false'", timeout=timeout)
 
 
-def _say(visitor, text: str) -> None:
+def _say(visitor, text: str, timeout: int = 15000) -> None:
     visitor.locator("#sw-input").fill(text)
     visitor.locator("#sw-input").press("Enter")
-    _idle(visitor)
+    _idle(visitor, timeout)
 
 
 def _attach(visitor, name: str, mime: str, data: bytes) -> None:
@@ -122,7 +134,7 @@ def test_files_go_both_ways_live(stack, device, size):
     ray_context, ray, violations = _sign_in(stack, device)
     visitor_context, visitor = _visitor(stack, device)
     try:
-        _say(visitor, "Hi, I'm Carl from Initech, carl@initech.test")
+        _say(visitor, "Hi, I'm Carl from Initech, carl@initech.test", timeout=120000)
         _say(visitor, "I want to talk to a person about your pricing")
         visitor.locator(".notice", has_text="Ray").first.wait_for(timeout=10000)
         session = visitor.evaluate("ServiceWidget.sessionId")
