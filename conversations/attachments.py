@@ -79,7 +79,7 @@ class AttachmentTooLarge(Unprocessable):
 
     def __init__(self, field: str = "file"):
         limit = settings.ATTACHMENTS_MAX_BYTES
-        super().__init__(f"Files are limited to {limit:,} bytes.",
+        super().__init__("This file is too large.",
                          details=[FieldError(field, "too_long", f"At most {limit:,} bytes.")])
 
 
@@ -132,7 +132,7 @@ def read_upload(upload: UploadedFile, *, field: str = "file") -> Upload:
     content_type = sniff(upload.read(16))
     if content_type is None:
         raise Unprocessable(f"Only {ACCEPTED} files can be sent.", details=[FieldError(
-            field, "invalid_format", f"The file is not a {ACCEPTED} file (read from its content).")])
+            field, "invalid_format", "Read from its content, this file is none of these.")])
     upload.seek(0)
     digest = hashlib.sha256()
     for chunk in upload.chunks():

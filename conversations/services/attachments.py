@@ -22,7 +22,7 @@ logger = logging.getLogger("salesagent.attachments")
 class TooManyAttachments(Unprocessable):
     def __init__(self, field: str = "file"):
         limit = settings.ATTACHMENTS_MAX_PER_CONVERSATION
-        super().__init__(f"A conversation holds at most {limit} files.",
+        super().__init__("This conversation has no room for another file.",
                          details=[FieldError(field, "out_of_range", f"At most {limit} files "
                                                                     "per conversation.")])
 

@@ -33,7 +33,6 @@ from conversations.attachments import (
 from conversations.models import Channel, ConversationStatus
 from conversations.search import MAX_QUERY, excerpt
 from conversations.visitor import visitor_of
-from core.errors import ServiceError
 from core.timestamps import parse_timestamp
 from tenants import selectors as tenant_selectors
 from tenants.models import StaffAccessAction
@@ -206,10 +205,8 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
 @require_POST
 def conversation_reply(request: HttpRequest, conversation_id: str) -> HttpResponse:
     limit_uploads(request)
-    try:
-        request.POST  # noqa: B018 - reads the body, the file within its limit
-    except ServiceError as exc:  # the file passed the size limit as it was read
-        messages.error(request, exc.message)
+    # Reads the body, the file within its limit: past it, the refusal is the page's message.
+    if attempt(request, lambda: request.POST is not None) is None:
         return redirect("dashboard:conversation", conversation_id=conversation_id)
     return _conversation_reply(request, conversation_id)
 

@@ -159,8 +159,8 @@
     ".accept{font:inherit;font-weight:600;border:0;border-radius:10px;background:var(--p);color:var(--t);padding:9px 20px;cursor:pointer}",
     "textarea{flex:1;resize:none;font:inherit;font-size:16px;border:1px solid #d1d5db;border-radius:10px;padding:8px 10px;max-height:120px;color:#111827;background:#fff}textarea:disabled{background:#f3f4f6}",
     ".send{border:0;border-radius:10px;background:var(--p);color:var(--t);width:44px;cursor:pointer;display:flex;align-items:center;justify-content:center}",
-    ".send svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
-    ".att{border:0;background:none;font-size:20px;cursor:pointer;padding:0}.file{display:block;margin-top:6px;color:inherit}.file img{max-width:100%;max-height:160px;border-radius:8px}",
+    ".send svg,.att svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
+    ".att{border:0;background:none;color:#4b5563;cursor:pointer;padding:0}.file{display:block;margin-top:6px;color:inherit}.file img{max-width:100%;max-height:160px;border-radius:8px}",
     "button:focus-visible,a:focus-visible,textarea:focus-visible,.log:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}",
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
     "@media (max-width:480px){.panel{inset:0;width:100%;max-width:none;height:100%;max-height:none;border-radius:0}.open .launcher{display:none}}"
@@ -206,7 +206,8 @@
   var sendBtn = el("button", { "class": "send", type: "submit", "aria-label": "Send message" });
   sendBtn.appendChild(svg("M3.4 20.4 21 12 3.4 3.6 3.4 10l12.6 2-12.6 2z"));
   // A file (docs/widget.md, "Attachments"): chosen, it is sent at once, with any text typed.
-  var attBtn = el("button", { "class": "att", type: "button", "aria-label": "Attach a file (image or PDF)" }, "📎");
+  var attBtn = el("button", { "class": "att", type: "button", "aria-label": "Attach a file (image or PDF)" });
+  attBtn.appendChild(svg("M16.5 6v11.5a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10.5a1 1 0 0 1-2 0V6H10v9.5a2.5 2.5 0 0 0 5 0V5a4 4 0 0 0-8 0v12.5a5.5 5.5 0 0 0 11 0V6z"));
   var picker = el("input", { type: "file", hidden: "", accept: "image/*,.pdf" });
   form.appendChild(label);
   form.appendChild(attBtn);
@@ -268,7 +269,7 @@
   function files(node, list) {
     (list || []).forEach(function (f) {
       var a = el("a", { "class": "file", href: BASE + "/api/chat/attachments/" + f.id + "?" + q({ tenant: S.tenant, sessionId: S.sessionId, visitorId: S.visitorId }), target: "_blank", rel: "noopener" });
-      if (/^image\//.test(f.contentType)) a.appendChild(el("img", { alt: f.name })).src = a.href; else a.textContent = "📄 " + f.name;
+      if (/^image\//.test(f.contentType)) { var i = a.appendChild(el("img", { alt: f.name })); i.onload = scroll; i.src = a.href; } else a.textContent = f.name;
       node._body.appendChild(a);
     });
     scroll();
@@ -387,7 +388,7 @@
     if (node) log.appendChild(node);
     else {
       node = bubble("user", text); node._text = text; node._meta = extra; node._file = file; S.talked = true;
-      if (file) node._body.appendChild(el("span", { "class": "file" }, "📄 " + file.name));
+      if (file) node._body.appendChild(el("span", { "class": "file" }, file.name));
     }
     setSending(true);
     var reply = el("div", { "class": "msg bot" });

@@ -143,7 +143,7 @@ def test_files_go_both_ways_live(stack, device, size):
         ray.wait_for_timeout(500)  # its event stream is open
 
         # The visitor's image, then their PDF with a line of text: on Ray's page at once.
-        _attach(visitor, "floor plan.png", "image/png", png(320, 200, (37, 99, 235)))
+        _attach(visitor, "floor plan.png", "image/png", png(320, 200, (234, 88, 12)))
         _loaded(visitor, ".msg.user .file img")
         ray.locator("#transcript .bubble.user .attachment.image img").wait_for(timeout=5000)
         _loaded(ray, "#transcript .bubble.user .attachment.image img")
