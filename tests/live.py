@@ -61,7 +61,7 @@ class Server(str):
 
 @contextlib.contextmanager
 def daphne(env: dict[str, str | None] | None = None, port: int | None = None,
-           wait: float = 20.0) -> Iterator[Server]:
+           wait: float = 60.0) -> Iterator[Server]:
     """Runs ``daphne --no-server-name config.asgi:application`` in a subprocess, as in
     production; yields its base URL. ``port``: a given one (a server started again where a
     stopped one was), else a free one. ``wait``: how long it may take to listen.
