@@ -210,9 +210,9 @@
   attBtn.appendChild(svg("M16.5 6v11.5a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10.5a1 1 0 0 1-2 0V6H10v9.5a2.5 2.5 0 0 0 5 0V5a4 4 0 0 0-8 0v12.5a5.5 5.5 0 0 0 11 0V6z"));
   var picker = el("input", { type: "file", hidden: "", accept: "image/*,.pdf" });
   form.appendChild(label);
+  form.appendChild(input);
   form.appendChild(attBtn);
   form.appendChild(picker);
-  form.appendChild(input);
   form.appendChild(sendBtn);
   // The tenant's notice, in place of the message box until the visitor accepts it.
   var consent = el("div", { "class": "consent", role: "region", "aria-label": "Before you chat", hidden: "" });
