@@ -27,7 +27,8 @@ from core.timestamps import format_timestamp, parse_timestamp
 from tenants.models import User
 
 from . import mail
-from .models import Conversation, ConversationStatus, Message, Note
+from .attachments import attachment_payload
+from .models import Attachment, Conversation, ConversationStatus, Message, Note
 
 logger = logging.getLogger("salesagent.live")
 
@@ -47,11 +48,12 @@ def group_name(conversation_id: uuid.UUID) -> str:
     return f"conversation.{conversation_id.hex}"
 
 
-def _message(*, id: Any, role: str, content: str, author: str | None, created_at: str | None
-             ) -> dict[str, Any]:
-    """A message as the live streams show it (legacy surface: UUIDs)."""
+def _message(*, id: Any, role: str, content: str, author: str | None, created_at: str | None,
+             attachments: list[Attachment]) -> dict[str, Any]:
+    """A message as the live streams show it (legacy surface: UUIDs), with its files."""
     return {"id": str(id), "role": role, "content": content,
-            "author": {"name": author} if author else None, "createdAt": created_at}
+            "author": {"name": author} if author else None, "createdAt": created_at,
+            "attachments": [attachment_payload(a) for a in attachments]}
 
 
 def _status(status: str, agent: User | None, *, joined: bool, language: str, hours: str
@@ -80,11 +82,11 @@ def handoff_notice(status: str, agent: User | None, *, joined: bool, language: s
     return phrase(language, "notice_someone_will_reply", when=when)
 
 
-def message_payload(message: Message) -> dict[str, Any]:
+def message_payload(message: Message, attachments: list[Attachment]) -> dict[str, Any]:
     author = message.author
     return _message(id=message.pk, role=message.role, content=message.content,
                     author=author.display_name if author is not None else None,
-                    created_at=format_timestamp(message.created_at))
+                    created_at=format_timestamp(message.created_at), attachments=attachments)
 
 
 def spoken_language(language: str, metadata: dict[str, Any] | None) -> str:
@@ -141,7 +143,9 @@ def push(event: Event) -> None:
         _send(event.conversation_id, "message", _message(
             id=message["id"], role=message["role"], content=message["content"],
             author=_name_of(message["author_id"]),
-            created_at=format_timestamp(parse_timestamp(message["created_at"]))))
+            created_at=format_timestamp(parse_timestamp(message["created_at"])),
+            attachments=list(Attachment.objects.filter(message_id=message["id"])
+                             .order_by("created_at", "id"))))
 
 
 def _send(conversation_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:

@@ -364,6 +364,49 @@ class Message(models.Model):
         return f"{self.role}: {self.content[:60]}"
 
 
+class Attachment(models.Model):
+    """A file a visitor or a person of the staff sent with a message (docs/conversations.md,
+    "Attachments"): an image (PNG, JPEG, GIF, WebP) or a PDF, its type read from its bytes.
+
+    The bytes are in the ``attachments`` storage under ``storage_key`` (``<tenant>/<id>``: never
+    the visitor's file name); the row keeps the sanitised original name, the type, the size and
+    the SHA-256. Its UUID is the unguessable part of every URL that serves it. Deleted with its
+    conversation, whose deletion removes the files (``conversation_delete``)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, db_index=False,
+                               related_name="+")
+    livemode = models.BooleanField()
+    # No index of its own: ``attachment_conversation`` starts with it.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, db_index=False,
+                                     related_name="attachments")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="attachments")
+    # Who sent it: the visitor (``role`` user) or a person of the staff (``author``).
+    role = models.CharField(max_length=10, choices=Role.choices)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    name = models.CharField(max_length=200)
+    content_type = models.CharField(max_length=40)
+    size = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    storage_key = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            # A conversation's files (its count limit, the v1 list, its deletion).
+            models.Index(fields=["conversation", "created_at"], name="attachment_conversation"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_image(self) -> bool:
+        return self.content_type.startswith("image/")
+
+
 class MeetingStatus(models.TextChoices):
     SCHEDULED = "scheduled", "Scheduled"
     CANCELLED = "cancelled", "Cancelled"

@@ -12,7 +12,7 @@ from typing import Any
 from core.ids import encode
 from core.timestamps import format_timestamp, parse_timestamp
 
-from .models import LEGACY_STATUS, Conversation, Message
+from .models import LEGACY_STATUS, Attachment, Conversation, Message
 
 
 def conv_id(pk: uuid.UUID | None) -> str | None:
@@ -70,6 +70,23 @@ def v1_search_result(found: Any) -> dict[str, Any]:
         "conversation": {"id": conv_id(found.conversation_id), "leadId": lead_id(found.lead_id),
                          "status": found.status, "channel": found.channel,
                          "tags": [name for name, _ in found.tags]},
+    }
+
+
+def v1_attachment(attachment: Attachment) -> dict[str, Any]:
+    """A file of a conversation (``GET /api/v1/conversations/{id}/attachments``)."""
+    conversation = conv_id(attachment.conversation_id)
+    file_id = encode("att", attachment.pk)
+    return {
+        "id": file_id,
+        "messageId": msg_id(attachment.message_id),
+        "sentBy": "visitor" if attachment.role == "user" else "staff",
+        "name": attachment.name,
+        "contentType": attachment.content_type,
+        "size": attachment.size,
+        "sha256": attachment.sha256,
+        "url": f"/api/v1/conversations/{conversation}/attachments/{file_id}",
+        "createdAt": format_timestamp(attachment.created_at),
     }
 
 

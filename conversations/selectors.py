@@ -15,6 +15,7 @@ from tenants.models import Tenant, User
 
 from . import search
 from .models import (
+    Attachment,
     CannedReply,
     Conversation,
     ConversationRead,
@@ -361,3 +362,39 @@ def lead_next_meeting(*, tenant: Tenant, livemode: bool, lead_id: uuid.UUID, aft
     return (Meeting.objects.filter(tenant=tenant, livemode=livemode, lead_id=lead_id,
                                    status=MeetingStatus.SCHEDULED, starts_at__gt=after)
             .order_by("starts_at", "id").first())
+
+
+# --- attachments (docs/conversations.md, "Attachments") ---------------------------------------
+
+
+def attachment_get(*, tenant: Tenant, livemode: bool, conversation_id: uuid.UUID,
+                   attachment_id: uuid.UUID) -> Attachment | None:
+    """A file of the conversation, in the caller's tenant and mode."""
+    return Attachment.objects.filter(pk=attachment_id, tenant=tenant, livemode=livemode,
+                                     conversation_id=conversation_id).first()
+
+
+def visitor_attachment(*, tenant: Tenant, session_id: uuid.UUID, visitor_id: str,
+                       attachment_id: uuid.UUID) -> Attachment | None:
+    """A file of a widget's chat session, for the visitor of that session only (live data)."""
+    return Attachment.objects.filter(
+        pk=attachment_id, tenant=tenant, livemode=True, conversation_id=session_id,
+        conversation__visitor_id=visitor_id).first()
+
+
+def conversation_attachments(*, tenant: Tenant, livemode: bool, conversation_id: uuid.UUID,
+                             limit: int) -> list[Attachment]:
+    """The conversation's files, oldest first."""
+    return list(Attachment.objects.filter(tenant=tenant, livemode=livemode,
+                                          conversation_id=conversation_id)
+                .order_by("created_at", "id")[:limit])
+
+
+def message_attachments(message_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Attachment]]:
+    """The files of these messages (of one conversation already checked), by message."""
+    found: dict[uuid.UUID, list[Attachment]] = {}
+    if message_ids:
+        for attachment in Attachment.objects.filter(message_id__in=message_ids).order_by(
+                "created_at", "id"):
+            found.setdefault(attachment.message_id, []).append(attachment)
+    return found

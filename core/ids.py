@@ -9,7 +9,7 @@ import uuid
 from core.errors import NotFound
 
 PREFIXES = frozenset({"lead", "user", "conv", "msg", "sess", "evt", "wh", "doc", "mtg", "whd", "wha",
-                      "key", "phr", "erasure"})
+                      "key", "phr", "erasure", "att"})
 _V1_ID = re.compile(r"^([a-z]+)_([0-9a-f]{32})$")
 
 

@@ -109,6 +109,8 @@ urlpatterns = [
          name="conversation-events"),
     path("conversations/<uuid:conversation_id>/reply/", conversations.conversation_reply,
          name="conversation-reply"),
+    path("conversations/<uuid:conversation_id>/attachments/<uuid:attachment_id>/",
+         conversations.conversation_attachment, name="conversation-attachment"),
     path("conversations/<uuid:conversation_id>/take-over/", conversations.conversation_take_over,
          name="conversation-take-over"),
     path("conversations/<uuid:conversation_id>/assign/", conversations.conversation_assign,

@@ -5,8 +5,9 @@ What goes: the leads (through ``lead_delete``: the counts and rollups take them 
 ``lead.deleted`` fires with the id), the conversations and their messages (through
 ``conversation_delete``), the meetings, the emails sent to them or about them, the stored
 answers of idempotent requests that showed them, the receivers' answers logged for webhook
-attempts about them, the email files of the embedded default's mailbox, the rows of CSV imports
-not yet finished that hold their address, and every personal
+attempts about them, the email files of the embedded default's mailbox, the files sent in the
+conversations (rows and stored bytes), the rows of CSV imports not yet finished that hold their
+address, and every personal
 value in the events: the snapshots in their facts lose the person's fields, and any text that
 still holds one of the person's strings says ``[erased]``. What stays: ids, counts, statuses and
 times, so the history and the analytics still add up. Visitor-days keep counting under a
@@ -33,7 +34,7 @@ from django.utils import timezone
 from analytics.models import VisitorDay
 from apikeys.models import IdempotencyKey
 from calendars.services import calendar_events_of
-from conversations.models import Conversation, Meeting, Message, OutboundEmail
+from conversations.models import Attachment, Conversation, Meeting, Message, OutboundEmail
 from conversations.services import conversation_delete
 from core import ids
 from core.models import Event, EventType
@@ -85,6 +86,8 @@ def erase_records(person: Person, *, needles: list[str], whole_person: bool,
     counts["emails"] = _delete(emails)
     counts["meetings"] = _delete(Meeting.objects.filter(pk__in=meeting_ids))
     counts["messages"] = Message.objects.filter(conversation__in=conversation_ids).count()
+    # Their files go with them: rows now, the stored bytes once this commits (conversation_delete).
+    counts["attachments"] = Attachment.objects.filter(conversation__in=conversation_ids).count()
     for conversation in Conversation.objects.filter(pk__in=conversation_ids):
         conversation_delete(conversation=conversation)
         counts["conversations"] += 1

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from conversations import presenters as conversation_presenters
 from conversations.events import meeting_facts
-from conversations.models import Meeting, Message, Note, OutboundEmail
+from conversations.models import Attachment, Meeting, Message, Note, OutboundEmail
 from core import ids
 from core.models import Event
 from core.timestamps import format_timestamp
@@ -29,6 +29,7 @@ FORMAT = "salesagent.person-export/1"
 def document(person: Person) -> dict[str, Any]:
     conversations = person.conversations
     messages = _messages(person)
+    files = _attachments(person)
     by_lead: dict[Any, int] = {}
     for conversation in conversations:
         by_lead[conversation.lead_id] = by_lead.get(conversation.lead_id, 0) + 1
@@ -41,7 +42,8 @@ def document(person: Person) -> dict[str, Any]:
         "generatedAt": format_timestamp(timezone.now()),
         "livemode": person.livemode,
         "leads": [_lead(lead, by_lead.get(lead.pk, 0)) for lead in person.leads],
-        "conversations": [_conversation(c, messages.get(c.pk, [])) for c in conversations],
+        "conversations": [_conversation(c, messages.get(c.pk, []), files.get(c.pk, []))
+                          for c in conversations],
         "meetings": [conversation_presenters.v1_meeting(meeting_facts(m)) for m in meetings],
         "emails": [_email(email) for email in emails],
         "consents": [_consent(c) for c in conversations if _consent_of(c)],
@@ -64,7 +66,24 @@ def _messages(person: Person) -> dict[Any, list[Message]]:
     return found
 
 
-def _conversation(conversation, messages: list[Message]) -> dict[str, Any]:
+def _attachments(person: Person) -> dict[Any, list[Attachment]]:
+    found: dict[Any, list[Attachment]] = {}
+    for attachment in Attachment.objects.filter(conversation__in=person.conversation_ids).order_by(
+            "conversation_id", "created_at", "pk"):
+        found.setdefault(attachment.conversation_id, []).append(attachment)
+    return found
+
+
+def _attachment(attachment: Attachment) -> dict[str, Any]:
+    """A file as the export lists it: what it is, not its bytes (docs/privacy.md, "Export")."""
+    return {"id": ids.encode("att", attachment.pk), "messageId": ids.encode("msg", attachment.message_id),
+            "sentBy": "visitor" if attachment.role == "user" else "staff",
+            "name": attachment.name, "contentType": attachment.content_type,
+            "size": attachment.size, "sha256": attachment.sha256,
+            "createdAt": format_timestamp(attachment.created_at)}
+
+
+def _conversation(conversation, messages: list[Message], files: list[Attachment]) -> dict[str, Any]:
     return {
         **conversation_presenters.v1_conversation(conversation),
         "language": conversation.language or None,
@@ -76,6 +95,7 @@ def _conversation(conversation, messages: list[Message]) -> dict[str, Any]:
                     "ratedAt": format_timestamp(conversation.rated_at)}
                    if conversation.rated_at else None),
         "messages": [conversation_presenters.v1_message(m) for m in messages],
+        "attachments": [_attachment(a) for a in files],
     }
 
 

@@ -18,6 +18,8 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "leads.LeadSearchWord": (ERASED, "the lead's search words, forgotten with the lead"),
     "conversations.Conversation": (ERASED, "deleted through conversation_delete"),
     "conversations.Message": (ERASED, "deleted with their conversation"),
+    "conversations.Attachment": (ERASED, "files sent in the conversation: rows deleted with it, "
+                                         "the stored bytes removed once the erasure commits"),
     "conversations.Meeting": (ERASED, "deleted; the event in the host's calendar is removed"),
     "conversations.OutboundEmail": (ERASED, "every email to the person, about their lead, "
                                             "meeting or conversation, deleted (a note's "

@@ -86,6 +86,8 @@ ERASED_KINDS = {
     "idempotencyRecords": ("stored API answer", "stored API answers"),
     "visitorDays": ("visitor-day", "visitor-days"),
     "adminLogEntries": ("admin history line", "admin history lines"),
-    "files": ("mail file", "mail files"), "importRows": ("import row", "import rows"),
+    "files": ("mail file", "mail files"),
+    "attachments": ("file sent in a conversation", "files sent in conversations"),
+    "importRows": ("import row", "import rows"),
     "calendarEvents": ("calendar event", "calendar events"),
 }

@@ -54,6 +54,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "noteSend": "Send",
         "thanks": "Thank you for your feedback!",
         "dismiss": "Dismiss",
+        "attach": "Attach a file (image or PDF)",
+        "fileNo": ("This file can't be sent: only PNG, JPEG, GIF, WebP or PDF files "
+                   "within the size limit."),
     },
     "de": {
         "open": "Chat öffnen",
@@ -86,6 +89,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "noteSend": "Senden",
         "thanks": "Vielen Dank für Ihr Feedback!",
         "dismiss": "Ausblenden",
+        "attach": "Datei anhängen (Bild oder PDF)",
+        "fileNo": ("Diese Datei kann nicht gesendet werden: nur PNG, JPEG, GIF, WebP oder PDF "
+                   "innerhalb der Größenbeschränkung."),
     },
     "fr": {
         "open": "Ouvrir le chat",
@@ -118,6 +124,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "noteSend": "Envoyer",
         "thanks": f"Merci pour votre avis{NBSP}!",
         "dismiss": "Masquer",
+        "attach": "Joindre un fichier (image ou PDF)",
+        "fileNo": ("Ce fichier ne peut pas être envoyé" + NBSP + ": uniquement PNG, JPEG, GIF, WebP "
+                   "ou PDF, dans la limite de taille."),
     },
     "es": {
         "open": "Abrir el chat",
@@ -150,6 +159,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "noteSend": "Enviar",
         "thanks": "¡Gracias por su opinión!",
         "dismiss": "Descartar",
+        "attach": "Adjuntar un archivo (imagen o PDF)",
+        "fileNo": ("No se puede enviar este archivo: solo PNG, JPEG, GIF, WebP o PDF "
+                   "dentro del límite de tamaño."),
     },
     "it": {
         "open": "Apri la chat",
@@ -182,6 +194,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "noteSend": "Invia",
         "thanks": "Grazie per il Suo riscontro!",
         "dismiss": "Chiudi",
+        "attach": "Allega un file (immagine o PDF)",
+        "fileNo": ("Impossibile inviare questo file: solo PNG, JPEG, GIF, WebP o PDF "
+                   "entro il limite di dimensione."),
     },
     "pt": {
         "open": "Abrir o chat",
@@ -214,6 +229,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "noteSend": "Enviar",
         "thanks": "Obrigado pela sua opinião!",
         "dismiss": "Dispensar",
+        "attach": "Anexar um ficheiro (imagem ou PDF)",
+        "fileNo": ("Não é possível enviar este ficheiro: apenas PNG, JPEG, GIF, WebP ou PDF "
+                   "dentro do limite de tamanho."),
     },
     "nl": {
         "open": "Chat openen",
@@ -246,6 +264,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "noteSend": "Versturen",
         "thanks": "Bedankt voor uw feedback!",
         "dismiss": "Verbergen",
+        "attach": "Bestand bijvoegen (afbeelding of pdf)",
+        "fileNo": ("Dit bestand kan niet worden verzonden: alleen PNG, JPEG, GIF, WebP of pdf "
+                   "binnen de maximale grootte."),
     },
 }
 

@@ -368,12 +368,16 @@ OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 PASSWORD_RESET_TIMEOUT = 60 * 60 * 2
 
 from .api import *  # noqa: E402,F403
+from .attachments import *  # noqa: E402,F403
 from .csp import *  # noqa: E402,F403
 from .knowledge import *  # noqa: E402,F403
 from .limits import *  # noqa: E402,F403
 from .logging import logging_settings  # noqa: E402
 
 globals().update(logging_settings(DEBUG))
+
+# Files through Django's storage API: the attachments' storage is a setting (docs/conversations.md).
+STORAGES = attachment_storages(VAR_DIR)  # noqa: F405
 
 # --- The agent ------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from agent.interface import provider_for
 from tenants.models import Tenant
 
+from ..attachments import Upload
 from ..services import Acceptance, TurnInput, TurnOutcome, run_turn, stream_turn, turn_open
 from .sse import event_stream
 
@@ -32,9 +33,11 @@ def asks_not_to_be_tracked(request) -> bool:
 
 def answer_chat(request, data: dict[str, Any], *, tenant: Tenant, livemode: bool, channel: str,
                 stream_shape: Callable[[str, dict], dict],
-                response_body: Callable[[TurnOutcome, str], dict]) -> HttpResponse:
+                response_body: Callable[[TurnOutcome, str], dict],
+                attachment: Upload | None = None) -> HttpResponse:
     """``data`` is the validated chat body (message, visitorId, sessionId, stream, metadata,
-    language, and the widget's consent); the tenant, mode and channel are the surface's."""
+    language, and the widget's consent); the tenant, mode and channel are the surface's;
+    ``attachment`` a file sent with the message (the widget's)."""
     provider = provider_for(tenant)
     consent = data.get("consent")
     opened = turn_open(TurnInput(
@@ -43,7 +46,7 @@ def answer_chat(request, data: dict[str, Any], *, tenant: Tenant, livemode: bool
         metadata=data["metadata"], request_meta=request_metadata(request),
         consent=consent and Acceptance(version=consent["version"],
                                        accepted_at=consent["acceptedAt"]),
-        do_not_track=asks_not_to_be_tracked(request),
+        do_not_track=asks_not_to_be_tracked(request), attachment=attachment,
     ))
     if data["stream"]:
         return event_stream(stream_turn(opened, provider), stream_shape)

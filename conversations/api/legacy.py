@@ -3,19 +3,23 @@ widget uses (JSON, or Server-Sent Events with ``stream: true``)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
+from config.api.input import JSONParser
 from config.api.renderers import JSONRenderer
 from config.api.schema import legacy_errors
 from config.api.views import LegacyViewSet, PublicLegacyAPIView
 from conversations import presenters
+from conversations.attachments import Upload, limit_uploads, read_upload
 from conversations.models import LEGACY_STATUS, Channel, Conversation
 from conversations.selectors import lead_conversations
-from core.errors import NotFound
+from core.errors import FieldError, InvalidRequest, NotFound
 from core.ids import parse_uuid_or_404
 from core.pagination import paginate
 from core.timestamps import format_timestamp
@@ -176,7 +180,8 @@ def widget_events(outcome) -> dict[str, Any]:
 
 def legacy_stream_shape(event: str, data: dict) -> dict:
     if event == "message_start":
-        return {"id": str(data["id"]), "sessionId": str(data["sessionId"])}
+        return {"id": str(data["id"]), "sessionId": str(data["sessionId"]),
+                **({"attachments": data["attachments"]} if data.get("attachments") else {})}
     if event == "message_end":
         shaped = {k: v for k, v in data.items() if k != "outcome"}
         shaped.update(widget_events(data["outcome"]))
@@ -191,10 +196,49 @@ def _tenant_named(request) -> Tenant | None:
     return tenant_by_public_id(public_id)
 
 
+class PublicChatWithFileSerializer(PublicChatSerializer):
+    """The chat body of a message with a file: its text may be empty."""
+
+    message = serializers.CharField(max_length=4000, trim_whitespace=False, required=False,
+                                    allow_blank=True, default="")
+
+
+class PublicChatMultipartSerializer(serializers.Serializer):
+    """For the schema: a message with a file (docs/widget.md, "Attachments")."""
+
+    payload = serializers.CharField(help_text="The chat request (as the JSON body) as JSON text; "
+                                              "its message may be empty.")
+    file = serializers.FileField(help_text="An image (PNG, JPEG, GIF, WebP) or a PDF, its type "
+                                           "read from its bytes; within the size limit.")
+
+
+def _multipart_chat(request) -> tuple[dict[str, Any], Upload]:
+    """A ``multipart/form-data`` chat request: the JSON body in ``payload``, the file in
+    ``file`` (docs/widget.md, "Attachments")."""
+    try:
+        payload = json.loads(request.data.get("payload") or "")
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        raise InvalidRequest("payload must be the chat request as a JSON object.", details=[
+            FieldError("payload", "invalid_format", "Expected the chat request as JSON.")])
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise InvalidRequest("file is required with a multipart chat request.", details=[
+            FieldError("file", "required", "This field is required.")])
+    return payload, read_upload(upload)
+
+
 class PublicChatView(PublicLegacyAPIView):
-    """``POST /api/chat``: the widget's chat, public, on the tenant's live data."""
+    """``POST /api/chat``: the widget's chat, public, on the tenant's live data; with a file,
+    ``multipart/form-data`` (the JSON body in ``payload``, the file in ``file``)."""
 
     rate_limit_bucket = "public_chat"
+    parser_classes = [JSONParser, MultiPartParser]
+
+    def initialize_request(self, request, *args, **kwargs):
+        limit_uploads(request)  # before anything reads the body: files within their limit
+        return super().initialize_request(request, *args, **kwargs)
 
     def rate_limit_tenant(self, request) -> Tenant | None:
         return _tenant_named(request)
@@ -207,7 +251,8 @@ class PublicChatView(PublicLegacyAPIView):
         operation_id="legacy_chat",
         auth=[],
         parameters=[OpenApiParameter("tenant", str, description="The tenant's public id.")],
-        request=PublicChatSerializer,
+        request={"application/json": PublicChatSerializer,
+                 "multipart/form-data": PublicChatMultipartSerializer},
         responses={
             (200, "application/json"): OpenApiResponse(inline_serializer(name="LegacyChatResponse", fields={
                 "id": serializers.UUIDField(), "sessionId": serializers.UUIDField(),
@@ -225,11 +270,17 @@ class PublicChatView(PublicLegacyAPIView):
         },
     )
     def post(self, request):
-        body = PublicChatSerializer(data=request.data)
+        upload = None
+        if request.content_type.startswith("multipart/"):
+            payload, upload = _multipart_chat(request)
+            body = PublicChatWithFileSerializer(data=payload)
+        else:
+            body = PublicChatSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         tenant = _tenant_named(request)
         if tenant is None:
             raise NotFound("Unknown tenant.")
         return answer_chat(request, data, tenant=tenant, livemode=True, channel=Channel.WEB_CHAT,
-                           stream_shape=legacy_stream_shape, response_body=legacy_chat_response)
+                           stream_shape=legacy_stream_shape, response_body=legacy_chat_response,
+                           attachment=upload)

@@ -15,6 +15,11 @@ urlpatterns = [
     path("conversations/<str:id>",
          ConversationViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
          name="v1-conversation"),
+    path("conversations/<str:id>/attachments",
+         ConversationViewSet.as_view({"get": "attachments"}), name="v1-conversation-attachments"),
+    path("conversations/<str:id>/attachments/<str:attachmentId>",
+         ConversationViewSet.as_view({"get": "attachment_content"}),
+         name="v1-conversation-attachment"),
     path("conversations/<str:id>/close", ConversationViewSet.as_view({"post": "close"}),
          name="v1-conversation-close"),
 ]

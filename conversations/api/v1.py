@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.core.validators import MaxLengthValidator, RegexValidator
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -26,13 +28,21 @@ from config.api.renderers import JSONRenderer
 from config.api.schema import paginated, v1_errors
 from config.api.views import V1ViewSet
 from conversations import presenters
+from conversations.attachments import EXTENSIONS, file_response
 from conversations.models import Channel, Conversation, ConversationStatus, Message
 from conversations.search import MAX_QUERY, search_terms
-from conversations.selectors import conversation_list, conversation_messages, message_search
+from conversations.selectors import (
+    attachment_get,
+    conversation_attachments,
+    conversation_list,
+    conversation_messages,
+    message_search,
+)
 from conversations.services import (
     conversation_close,
 )
-from core import privacy
+from core import ids, privacy
+from core.errors import NotFound
 from core.ids import decode
 from core.languages import ISO_639_1
 from core.pagination import paginate
@@ -306,6 +316,30 @@ class ConversationDetailQuery(serializers.Serializer):
                                              help_text="Messages to skip, from the first.")
 
 
+# A file's bytes, in its own type (``conversations.attachments.file_response``).
+FILE_RESPONSES = {
+    (200, content_type): OpenApiResponse(OpenApiTypes.BINARY, description=(
+        "The file's bytes: an image inline with its type, a PDF as a download "
+        "(Content-Disposition: attachment); always X-Content-Type-Options: nosniff and a "
+        "Content-Security-Policy that runs nothing."))
+    for content_type in EXTENSIONS
+}
+
+
+class AttachmentSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="att_ id.")
+    messageId = serializers.CharField(help_text="msg_ id of the message it came with.")  # noqa: N815
+    sentBy = serializers.ChoiceField(choices=["visitor", "staff"])  # noqa: N815
+    name = serializers.CharField(help_text="The original file name, sanitised.")
+    contentType = serializers.ChoiceField(  # noqa: N815
+        choices=["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"],
+        help_text="Read from the file's bytes.")
+    size = serializers.IntegerField(help_text="Bytes.")
+    sha256 = serializers.CharField()
+    url = serializers.CharField(help_text="Where its bytes are (this API, the same key).")
+    createdAt = serializers.CharField()  # noqa: N815
+
+
 # --- views --------------------------------------------------------------------------------
 
 
@@ -416,6 +450,27 @@ class ConversationViewSet(V1ViewSet):
     def close(self, request, id: str):
         conversation = conversation_close(conversation=self.get_object(), reason="closed_by_api")
         return Response(self._detail(conversation, {"includeMessages": False}))
+
+    @extend_schema(operation_id="v1_conversations_attachments",
+                   responses={200: inline_serializer("AttachmentList", fields={
+                       "data": AttachmentSerializer(many=True)}), **v1_errors(404)})
+    def attachments(self, request, id: str):
+        """The files sent in the conversation, oldest first (docs/conversations.md,
+        "Attachments"): a resource of its own, as the specification's message object has none."""
+        conversation = self.get_object()
+        files = conversation_attachments(**self.owner(), conversation_id=conversation.pk,
+                                         limit=settings.ATTACHMENTS_MAX_PER_CONVERSATION)
+        return Response({"data": [presenters.v1_attachment(a) for a in files]})
+
+    @extend_schema(operation_id="v1_conversations_attachment_content",
+                   responses={**FILE_RESPONSES, **v1_errors(404)})
+    def attachment_content(self, request, id: str, attachmentId: str):  # noqa: N803
+        conversation = self.get_object()
+        attachment = attachment_get(**self.owner(), conversation_id=conversation.pk,
+                                    attachment_id=ids.decode_or_404("att", attachmentId))
+        if attachment is None:
+            raise NotFound()
+        return file_response(attachment)
 
     def _detail(self, conversation: Conversation, query: dict) -> dict[str, Any]:
         data = presenters.v1_conversation(conversation)

@@ -348,7 +348,10 @@ async def stream_turn(opened: OpenedTurn, provider: Provider) -> AsyncIterator[t
     ``turn_open`` runs before the stream starts, so that its failures (an unknown session) are
     ordinary error responses rather than a broken stream."""
     # Ids are UUIDs here; each surface's view shows them in its own form.
-    yield "message_start", {"id": opened.reply_id, "sessionId": opened.conversation_id}
+    start: dict[str, Any] = {"id": opened.reply_id, "sessionId": opened.conversation_id}
+    if opened.attachments:  # the visitor's own files, as stored (only the widget sends any)
+        start["attachments"] = list(opened.attachments)
+    yield "message_start", start
     turn = _Turn.start(opened, provider, streaming=True)
     finished = False
     try:

@@ -14,6 +14,7 @@ from tenants.models import Tenant, User
 
 from ..events import emit_conversation_event
 from ..models import IDLE_EXPIRY, Conversation, ConversationStatus
+from .attachments import conversation_files_remove_on_commit
 from .routing import rep_for_handoff
 
 HANDOFF_CONTEXT_MESSAGES = 5
@@ -85,10 +86,12 @@ def _expire(pk, *, cutoff: datetime, now: datetime) -> bool:
 
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
-    """Deletes the conversation and its messages (its events stay in the log)."""
+    """Deletes the conversation, its messages and its files (the files once the transaction
+    commits; its events stay in the log)."""
     current = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
     if current is None:
         return
+    conversation_files_remove_on_commit([current.pk])
     # Emitted first: its subscribers take back what the conversation counted while it exists.
     emit_conversation_event(current, EventType.CONVERSATION_DELETED,
                             f"Conversation {current.pk} deleted")

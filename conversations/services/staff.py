@@ -14,8 +14,10 @@ from core.errors import Conflict, FieldError, InvalidRequest, NotFound
 from core.models import EventType
 from tenants.models import User
 
+from ..attachments import Upload
 from ..events import emit_conversation_event, message_facts
 from ..models import Conversation, ConversationStatus, Message, Role
+from .attachments import attachment_add, files_kept_on_success
 from .lifecycle import hand_off
 from .messages import append_message
 
@@ -87,15 +89,23 @@ def conversation_hand_back(*, conversation: Conversation) -> Conversation:
     return current
 
 
-@transaction.atomic
-def conversation_reply_as_human(*, conversation: Conversation, author: User,
-                                content: str) -> Message:
-    """A person of the tenant answers the visitor of a handed-off conversation assigned to them.
+def conversation_reply_as_human(*, conversation: Conversation, author: User, content: str,
+                                attachment: Upload | None = None) -> Message:
+    """A person of the tenant answers the visitor of a handed-off conversation assigned to them,
+    with text, a file (``attachment``, read and checked by ``attachments.read_upload``), or both.
 
     The reply is an assistant message whose ``author`` is that person; it emits ``message.sent``
-    and so reaches the visitor's open widget at once.
+    and so reaches the visitor's open widget at once. A refused reply stores no file.
     """
-    text = _reply_text(content)
+    with files_kept_on_success() as saved:
+        return _reply(conversation=conversation, author=author, content=content,
+                      attachment=attachment, saved=saved)
+
+
+@transaction.atomic
+def _reply(*, conversation: Conversation, author: User, content: str, attachment: Upload | None,
+           saved: list[str]) -> Message:
+    text = _reply_text(content, optional=attachment is not None)
     current = (Conversation.objects.select_for_update(of=("self",))
                .filter(pk=conversation.pk, tenant_id=author.tenant_id).first())
     if current is None:
@@ -107,6 +117,9 @@ def conversation_reply_as_human(*, conversation: Conversation, author: User,
         raise Conflict("This conversation is assigned to someone else.")
     now = timezone.now()
     message = append_message(current, role=Role.ASSISTANT, content=text, now=now, author=author)
+    if attachment is not None:
+        attachment_add(conversation=current, message=message, upload=attachment, saved=saved,
+                       author=author)
     current.handoff_notice_at = now  # the visitor heard from a person: no notice needed soon
     fields = ["message_count", "last_message_at", "handoff_notice_at", "updated_at"]
     if current.joined_at is None:  # their first reply: they join the conversation with it
@@ -119,9 +132,9 @@ def conversation_reply_as_human(*, conversation: Conversation, author: User,
     return message
 
 
-def _reply_text(content: str) -> str:
+def _reply_text(content: str, *, optional: bool = False) -> str:
     text = (content or "").strip()
-    if not text:
+    if not text and not optional:
         raise InvalidRequest("Write a reply first.",
                              details=[FieldError("content", "required", "This field is required.")])
     if len(text) > MAX_HUMAN_REPLY:

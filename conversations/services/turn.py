@@ -56,6 +56,7 @@ from tenants.selectors import agent_phrasing_examples
 from tenants.services import provider_health_record
 
 from .. import scheduling
+from ..attachments import Upload, attachment_payload
 from ..events import emit_conversation_event, message_facts
 from ..models import (
     IDLE_EXPIRY,
@@ -67,6 +68,7 @@ from ..models import (
     Role,
 )
 from . import capture, routing
+from .attachments import attachment_add, files_kept_on_success
 from .lifecycle import conversation_end, conversation_start, hand_off
 from .messages import append_message
 from .proactive import proactive_reply_opening
@@ -115,6 +117,9 @@ class TurnInput:
     # The tenant's proactive message this message replies to (the widget's
     # ``metadata.proactive``): stored as the agent's first (docs/widget.md).
     proactive_id: uuid.UUID | None = None
+    # A file sent with the message (the widget's): read and checked, not yet stored. The agent
+    # never reads it; ``message`` may then be empty.
+    attachment: Upload | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,8 @@ class OpenedTurn:
     # earlier one that said it; ``wish_now``: this message said it.
     wish: Wish | None = None
     wish_now: bool = False
+    # The files stored with the visitor's message, as the live streams show them.
+    attachments: tuple[dict[str, Any], ...] = ()
 
     @property
     def quiet(self) -> bool:
@@ -177,8 +184,9 @@ def turn_open(inp: TurnInput) -> OpenedTurn:
     consent = _consent_record(inp, now=timezone.now())
     # A tenant on its provider's embeddings has the question embedded first, outside the
     # transaction: no lock waits on the provider (knowledge.retrieval.embed_question).
-    return _open(inp, consent=consent,
-                 question=embed_question(tenant=inp.tenant, query=inp.message))
+    question = embed_question(tenant=inp.tenant, query=inp.message)
+    with files_kept_on_success() as saved:  # a turn refused or failed keeps no file
+        return _open(inp, consent=consent, question=question, saved=saved)
 
 
 def _consent_record(inp: TurnInput, *, now: datetime) -> dict[str, Any] | None:
@@ -202,7 +210,7 @@ def _consent_record(inp: TurnInput, *, now: datetime) -> dict[str, Any] | None:
 
 @transaction.atomic
 def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
-          question: Question | None) -> OpenedTurn:
+          question: Question | None, saved: list[str]) -> OpenedTurn:
     # turn_close's commit follows before the client is answered, and flushes this one with it;
     # a stream shows nothing the visitor could rely on before it either.
     commit_without_waiting_for_the_disk()
@@ -212,6 +220,7 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
     if inp.proactive_id is not None:
         proactive_reply_opening(conversation, proactive_id=inp.proactive_id, now=now)
     message = append_message(conversation, role=Role.USER, content=inp.message, now=now)
+    files = _store_file(inp, conversation, message, saved)
     silent = conversation.status == ConversationStatus.HANDED_OFF
     # Decided under the conversation's lock: two messages at once get one notice.
     notice = silent and _notice_due(conversation, now=now)
@@ -244,7 +253,16 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
                                    question=question),
                       view=view, chosen_slot=chosen_slot,
                       asked=(_asked_in(earlier) if len(earlier) == message.sequence else None),
-                      language_told=bool(told), wish=wish, wish_now=wish_now)
+                      language_told=bool(told), wish=wish, wish_now=wish_now, attachments=files)
+
+
+def _store_file(inp: TurnInput, conversation: Conversation, message: Message,
+                saved: list[str]) -> tuple[dict[str, Any], ...]:
+    """The visitor's file, stored with their message; as the stream's ``message_start`` shows it."""
+    if inp.attachment is None:
+        return ()
+    return (attachment_payload(attachment_add(conversation=conversation, message=message,
+                                              upload=inp.attachment, saved=saved)),)
 
 
 def _notice_due(conversation: Conversation, *, now: datetime) -> bool:

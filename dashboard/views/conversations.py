@@ -10,17 +10,26 @@ from datetime import datetime
 
 from asgiref.sync import sync_to_async
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from conversations import live
 from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
 from conversations.api.sse import event_stream_response, frame
+from conversations.attachments import (
+    ACCEPT_ATTRIBUTE,
+    ACCEPTED,
+    file_response,
+    limit_uploads,
+    read_upload,
+)
 from conversations.models import Channel, ConversationStatus
 from conversations.search import MAX_QUERY, excerpt
 from conversations.visitor import visitor_of
@@ -129,8 +138,12 @@ def _hit(found, terms: list[str], base: str) -> Hit:
 
 
 class ReplyForm(forms.Form):
-    content = forms.CharField(label="Your reply", max_length=4000,
+    # Optional with a file: a reply may be a file alone (docs/dashboard.md, "Attachments").
+    content = forms.CharField(label="Your reply", max_length=4000, required=False,
                               widget=forms.Textarea(attrs={"rows": 3}))
+    file = forms.FileField(label="Attach a file", required=False, widget=forms.ClearableFileInput(
+        attrs={"accept": ACCEPT_ATTRIBUTE}), help_text=f"{ACCEPTED}, up to "
+                                                        f"{settings.ATTACHMENTS_MAX_BYTES // 2**20} MB.")
 
 
 class AssignForm(forms.Form):
@@ -150,6 +163,9 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
                 lead_id=conversation.lead_id, conversation_id=conversation.pk)
     transcript = actor.read(conversation_selectors.conversation_transcript,
                             conversation_id=conversation.pk, limit=TRANSCRIPT_CAP)
+    files = conversation_selectors.message_attachments([m.pk for m in transcript])
+    for m in transcript:
+        m.files = files.get(m.pk, [])
     mine = (actor.user is not None and conversation.status == ConversationStatus.HANDED_OFF
             and conversation.assigned_to_id == actor.user.pk)
     if actor.user is not None:  # what they see now is read (docs/dashboard.md, "Inbox")
@@ -185,20 +201,45 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     })
 
 
+@csrf_exempt  # checked below, once the file's reading is limited (Django's upload handlers)
 @require_POST
-@dashboard_view()
 def conversation_reply(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    limit_uploads(request)
+    # Reads the body, the file within its limit: past it, the refusal is the page's message.
+    if attempt(request, lambda: request.POST is not None) is None:
+        return redirect("dashboard:conversation", conversation_id=conversation_id)
+    return _conversation_reply(request, conversation_id)
+
+
+@csrf_protect
+@dashboard_view()
+def _conversation_reply(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    form = ReplyForm(request.POST, request.FILES)
+    valid = form.is_valid()
     conversation = _conversation(request, conversation_id)
-    form = ReplyForm(request.POST)
     if request.actor.user is None:
         messages.error(request, "Replies are signed by a person: sign in with your staff account.")
-    elif not form.is_valid():
-        messages.error(request, "Write a reply of 1 to 4,000 characters.")
+    elif not valid or not (form.cleaned_data["content"].strip() or form.cleaned_data["file"]):
+        messages.error(request, "Write a reply of 1 to 4,000 characters, or attach a file.")
     else:
+        upload = form.cleaned_data["file"]
         attempt(request, lambda: conversation_services.conversation_reply_as_human(
             conversation=conversation, author=request.actor.user,
-            content=form.cleaned_data["content"]), "Reply sent.")
+            content=form.cleaned_data["content"],
+            attachment=read_upload(upload) if upload else None), "Reply sent.")
     return redirect("dashboard:conversation", conversation_id=conversation.pk)
+
+
+@dashboard_view()
+def conversation_attachment(request: HttpRequest, conversation_id: str,
+                            attachment_id: str) -> HttpResponse:
+    """A file of the conversation, for the tenant's staff in the mode they are in: an image
+    inline, anything else as a download (``conversations.attachments.file_response``)."""
+    attachment = request.actor.read(conversation_selectors.attachment_get,
+                                    conversation_id=conversation_id, attachment_id=attachment_id)
+    if attachment is None:
+        raise Http404()
+    return file_response(attachment)
 
 
 @require_POST

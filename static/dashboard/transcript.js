@@ -45,6 +45,36 @@
   var typing = document.getElementById("typing"), typingTimer = 0;
   function typingOff() { if (typing) typing.hidden = true; }
 
+  // A file of a message (docs/dashboard.md, "Attachments"): a thumbnail of an image, a link
+  // that downloads anything else, as the page's template draws them.
+  var fileUrl = list.getAttribute("data-attachment") || "";
+  function attachment(f) {
+    var href = fileUrl.replace("00000000-0000-0000-0000-000000000000", f.id);
+    var a = document.createElement("a");
+    a.href = href;
+    if (/^image\//.test(f.contentType)) {
+      a.className = "attachment image";
+      a.target = "_blank";
+      a.rel = "noopener";
+      var img = document.createElement("img");
+      img.src = href;
+      img.alt = f.name;
+      a.appendChild(img);
+    } else {
+      a.className = "attachment file";
+      a.setAttribute("download", f.name);
+      var name = document.createElement("span");
+      name.className = "attachment-name";
+      name.textContent = f.name;
+      var size = document.createElement("span");
+      size.className = "muted";
+      size.textContent = " PDF · " + Math.max(1, Math.round(f.size / 1024)) + " KB";
+      a.appendChild(name);
+      a.appendChild(size);
+    }
+    return a;
+  }
+
   var src = new EventSource(url);
   src.addEventListener("message", function (e) {
     var m = JSON.parse(e.data);
@@ -58,11 +88,14 @@
     meta.className = "meta";
     meta.textContent = (m.role === "user" ? "Visitor" : m.author ? m.author.name : "Agent") + " · now";
     b.appendChild(meta);
-    var text = document.createElement("div");
-    text.className = "text";
-    text.textContent = m.content;
-    b.appendChild(text);
-    if (m.role !== "user" && window.DashboardMarkdown) window.DashboardMarkdown.render(text);
+    if (m.content) {
+      var text = document.createElement("div");
+      text.className = "text";
+      text.textContent = m.content;
+      b.appendChild(text);
+      if (m.role !== "user" && window.DashboardMarkdown) window.DashboardMarkdown.render(text);
+    }
+    (m.attachments || []).forEach(function (f) { b.appendChild(attachment(f)); });
     list.appendChild(b);
     list.scrollTop = list.scrollHeight;
     seen += 1;

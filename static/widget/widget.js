@@ -38,7 +38,8 @@
     ended: "This conversation has ended. Send a message to start a new one.",
     back: "You are chatting with our assistant again.", typing: "{n} is typing…",
     off: "This chat isn't available.", rate: "How was this conversation?", good: "Good", bad: "Bad",
-    note: "Anything to add? (optional)", noteSend: "Send", thanks: "Thank you for your feedback!", dismiss: "Dismiss"
+    note: "Anything to add? (optional)", noteSend: "Send", thanks: "Thank you for your feedback!", dismiss: "Dismiss",
+    attach: "Attach a file (image or PDF)", fileNo: "This file can't be sent: only PNG, JPEG, GIF, WebP or PDF files within the size limit."
   };
   var W = L;
   function t(k, n) { return (W[k] || L[k]).replace("{n}", n); }
@@ -189,7 +190,8 @@
     ".accept{font:inherit;font-weight:600;border:0;border-radius:10px;background:var(--p);color:var(--t);padding:9px 20px;cursor:pointer}",
     "textarea{flex:1;resize:none;font:inherit;font-size:16px;border:1px solid #d1d5db;border-radius:10px;padding:8px 10px;max-height:120px;color:#111827;background:#fff}textarea:disabled{background:#f3f4f6}",
     ".send{border:0;border-radius:10px;background:var(--p);color:var(--t);width:44px;cursor:pointer;display:flex;align-items:center;justify-content:center}",
-    ".send svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
+    ".send svg,.att svg{width:20px;height:20px;fill:currentColor}.send:disabled{opacity:.5;cursor:default}",
+    ".att{border:0;background:none;color:#4b5563;cursor:pointer;padding:0}.file{display:block;margin-top:6px;color:inherit}.file img{max-width:100%;max-height:160px;border-radius:8px}",
     "button:focus-visible,a:focus-visible,textarea:focus-visible,.log:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}",
     ".rate{align-self:stretch;text-align:center;background:#fff;border:1px solid #e5e7eb;border-radius:12px;padding:10px 12px;font-size:14px}",
     ".rate p{margin:0 0 8px}.rate div{display:flex;justify-content:center;gap:12px}",
@@ -251,8 +253,14 @@
   var input = tr(el("textarea", { id: "sw-input", rows: "1", maxlength: "4000", autocomplete: "off" }), "ph", 0, "placeholder");
   var sendBtn = tr(el("button", { "class": "send", type: "submit" }), "send", 0, "aria-label");
   sendBtn.appendChild(svg("M3.4 20.4 21 12 3.4 3.6 3.4 10l12.6 2-12.6 2z"));
+  // A file (docs/widget.md, "Attachments"): chosen, it is sent at once, with any text typed.
+  var attBtn = tr(el("button", { "class": "att", type: "button" }), "attach", 0, "aria-label");
+  attBtn.appendChild(svg("M16.5 6v11.5a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10.5a1 1 0 0 1-2 0V6H10v9.5a2.5 2.5 0 0 0 5 0V5a4 4 0 0 0-8 0v12.5a5.5 5.5 0 0 0 11 0V6z"));
+  var picker = el("input", { type: "file", hidden: "", accept: "image/*,.pdf" });
   form.appendChild(label);
   form.appendChild(input);
+  form.appendChild(attBtn);
+  form.appendChild(picker);
   form.appendChild(sendBtn);
   // The tenant's notice, in place of the message box until the visitor accepts it.
   var consent = tr(el("div", { "class": "consent", role: "region", hidden: "" }), "before", 0, "aria-label");
@@ -323,6 +331,14 @@
     log.appendChild(node);
     scroll();
     return node;
+  }
+  function files(node, list) {
+    (list || []).forEach(function (f) {
+      var a = el("a", { "class": "file", href: BASE + "/api/chat/attachments/" + f.id + "?" + q({ tenant: S.tenant, sessionId: S.sessionId, visitorId: S.visitorId }), target: "_blank", rel: "noopener" });
+      if (/^image\//.test(f.contentType)) { var i = a.appendChild(el("img", { alt: f.name })); i.onload = scroll; i.src = a.href; } else a.textContent = f.name;
+      node._body.appendChild(a);
+    });
+    scroll();
   }
   // k: the widget's words (a key), or the server's (text, already in the conversation's language).
   function notice(k, n) {
@@ -436,12 +452,16 @@
   }
 
   // extra: an action's metadata; node: the bubble of a message sent again (moved to the end).
-  function send(text, extra, node) {
+  function send(text, extra, node, file) {
     text = String(text || "").trim();
-    if (!text || S.sending || S.destroyed || !S.config || pending()) return;
+    if (node) file = node._file;
+    if ((!text && !file) || S.sending || S.destroyed || !S.config || pending()) return;
     clearActions();
     if (node) log.appendChild(node);
-    else { node = bubble("user", text); node._text = text; node._meta = extra; S.talked = true; }
+    else {
+      node = bubble("user", text); node._text = text; node._meta = extra; node._file = file; S.talked = true;
+      if (file) node._body.appendChild(el("span", { "class": "file" }, file.name));
+    }
     setSending(true);
     var reply = el("div", { "class": "msg bot" });
     reply.appendChild(tr(el("span", { "class": "sr" }), "bot"));
@@ -472,10 +492,12 @@
     var payload = { message: text, visitorId: S.visitorId, stream: true, metadata: metadata };
     if (S.sessionId) payload.sessionId = S.sessionId;
     if (S.config.consent) payload.consent = accepted();
+    var form;
+    if (file) { form = new FormData(); form.append("payload", JSON.stringify(payload)); form.append("file", file); }
     fetch(BASE + "/api/chat?" + q({ tenant: tenant }), {
       method: "POST", mode: "cors", credentials: "omit", signal: ctrl && ctrl.signal,
-      headers: { "Content-Type": "application/json", "Accept": "text/event-stream" },
-      body: JSON.stringify(payload)
+      headers: form ? { "Accept": "text/event-stream" } : { "Content-Type": "application/json", "Accept": "text/event-stream" },
+      body: form || JSON.stringify(payload)
     }).then(function (res) {
       if (res.status === 404 && S.sessionId) {
         // The stored session is unknown here (another database, another visitor): start anew.
@@ -487,6 +509,9 @@
         return "retried";
       }
       if (res.status === 403) { store("consent", null); start(false, true); }  // a newer notice
+      if (res.status === 400 && file) {  // a file refused (type, size, count): say why, keep nothing
+        reply.remove(); node.remove(); notice("fileNo"); return;
+      }
       if (!res.ok || !res.body) {
         var e = new Error("HTTP " + res.status);
         e.wait = res.status === 429 ? parseInt(res.headers.get("Retry-After"), 10) || 0 : 0;
@@ -499,6 +524,7 @@
           S.pro = 0;
           S.seen[data.id] = 1;
           setSession(data.sessionId);
+          if (data.attachments) { var c = node._body.querySelector(".file"); if (c) c.remove(); files(node, data.attachments); }
         } else if (name === "content_delta") {
           content += data.delta || "";
           if (!frame) frame = (window.requestAnimationFrame || setTimeout)(paint);
@@ -565,7 +591,7 @@
     if (m.author) untype();
     if (!replay && (m.role !== "assistant" || !m.author)) return;  // the page already shows these
     S.seen[m.id] = 1;
-    bubble(m.role, m.content, m.author);
+    files(bubble(m.role, m.content, m.author), m.attachments);
     if (!S.isOpen && m.author) {
       S.unread += 1;
       badge.textContent = String(S.unread);
@@ -736,6 +762,16 @@
     input.value = "";
     grow();
     send(text);
+  });
+  on(attBtn, "click", function () { picker.click(); });
+  on(picker, "change", function () {
+    var f = picker.files[0];
+    picker.value = "";
+    if (!f || S.sending || !S.config) return;
+    var text = input.value;
+    input.value = "";
+    grow();
+    send(text, null, null, f);
   });
   function grow() { input.style.height = "auto"; input.style.height = Math.min(input.scrollHeight, 120) + "px"; }
   // The person who has the conversation sees the visitor type.

@@ -24,8 +24,10 @@ from config.api.schema import legacy_errors
 from config.api.views import PublicLegacyAPIView
 from conversations import live
 from conversations.api.sse import event_schema, event_stream_response, frame
+from conversations.api.v1 import FILE_RESPONSES
+from conversations.attachments import file_response
 from conversations.models import Conversation, ConversationStatus, Rating
-from conversations.selectors import widget_proactive_messages
+from conversations.selectors import message_attachments, visitor_attachment, widget_proactive_messages
 from conversations.services import conversation_rate, proactive_message_shown
 from conversations.services.ratings import RATING_COMMENT_CHARS
 from core.errors import NotFound
@@ -190,10 +192,11 @@ def _snapshot(conversation_id) -> dict[str, Any]:
                     .get(pk=conversation_id))
     recent = list(conversation.messages.select_related("author")
                   .order_by("-sequence")[:SNAPSHOT_MESSAGES])
+    files = message_attachments([m.pk for m in recent])
     return {
         "sessionId": str(conversation.pk),
         **live.status_payload(conversation),
-        "messages": [live.message_payload(m) for m in reversed(recent)],
+        "messages": [live.message_payload(m, files.get(m.pk, [])) for m in reversed(recent)],
     }
 
 
@@ -244,6 +247,37 @@ async def _frames(conversation_id):
     async for item in live.listen(conversation_id, snapshot=lambda: snapshot(conversation_id)):
         yield b": keep-alive\n\n" if item is None else frame(*item)
 
+
+
+class AttachmentView(PublicLegacyAPIView):
+    """``GET /api/chat/attachments/<id>?tenant=&sessionId=&visitorId=``: a file of the visitor's
+    own chat session (docs/widget.md, "Attachments"). Anyone else gets 404: the session and
+    visitor ids are the visitor's credentials, the file's UUID is unguessable."""
+
+    rate_limit_bucket = "public_widget"
+
+    def rate_limit_tenant(self, request) -> Tenant | None:
+        return _tenant_in_query(request)
+
+    def perform_content_negotiation(self, request, force=False):
+        renderer = JSONRenderer()  # errors are JSON whatever the Accept header (an <img>'s)
+        return renderer, renderer.media_type
+
+    @extend_schema(
+        operation_id="legacy_chat_attachment",
+        auth=[],
+        parameters=[StreamQuery],
+        responses={**FILE_RESPONSES, **legacy_errors(400, 404, public=True)},
+    )
+    def get(self, request, attachment_id):
+        query = parse_query(request, StreamQuery)
+        tenant = tenant_by_public_id(query["tenant"])
+        attachment = tenant and visitor_attachment(
+            tenant=tenant, session_id=query["sessionId"], visitor_id=query["visitorId"],
+            attachment_id=attachment_id)
+        if not attachment:
+            raise NotFound("No such file in this visitor's chat.")
+        return file_response(attachment, cross_origin=True)
 
 
 class TypingView(PublicLegacyAPIView):
