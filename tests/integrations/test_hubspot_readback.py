@@ -200,3 +200,23 @@ def test_a_backfill_killed_mid_page_resumes_without_duplicate_contacts(
     services.crm_connect_token(tenant=kit.tenant, livemode=True, provider="hubspot",
                                token=hubspot.private_app_token(), base_url=hubspot.url)
     assert CrmConnection.objects.get(pk=connection.pk).backfill_status == BackfillStatus.DONE
+
+
+def test_a_grant_without_the_owners_scope_still_follows_statuses(
+        kit, hubspot, enqueued, django_capture_on_commit_callbacks):
+    token = hubspot.private_app_token(("crm.objects.contacts.read",
+                                       "crm.objects.contacts.write"))
+    connection = services.crm_connect_token(tenant=kit.tenant, livemode=True,
+                                            provider="hubspot", token=token,
+                                            base_url=hubspot.url)
+    with django_capture_on_commit_callbacks(execute=True):
+        lead = make_lead(kit, email="scope@umbrella.io")
+    drain()
+    [contact] = hubspot.contacts()
+    hubspot.edit_contact(contact["id"], lifecyclestage="customer",
+                         hubspot_owner_id=hubspot.add_owner("dana@acme.test"))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.crm_poll(connection_id=connection.pk) == 1
+    assert [r.status for r in hubspot.requests if r.path == "/crm/v3/owners/"] == [403]
+    lead.refresh_from_db()
+    assert lead.status == "converted" and lead.assigned_to is None
