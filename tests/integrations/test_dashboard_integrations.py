@@ -125,4 +125,4 @@ def test_the_page_shows_the_backfills_progress(kit, manager, hubspot, enqueued):
         pass
     assert CrmConnection.objects.get().backfill_status == BackfillStatus.DONE
     body = client.get("/dashboard/integrations/").content.decode()
-    assert "Existing leads: all 5 sent" in body and len(hubspot.contacts()) == 5
+    assert "Existing leads: all 5 sent." in body and "<progress" not in body and len(hubspot.contacts()) == 5
