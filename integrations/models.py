@@ -28,6 +28,11 @@ class ConnectionStatus(models.TextChoices):
     DISCONNECTED = "disconnected", "Disconnected"
 
 
+class BackfillStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+
+
 class CrmConnection(models.Model):
     """One CRM of one tenant, in one mode (live or test data). Tokens are stored encrypted like
     the tenants' model keys (``core.crypto``) and never shown again; on Disconnect they are
@@ -50,8 +55,17 @@ class CrmConnection(models.Model):
     # Lead field -> CRM property, and stored lead status -> CRM properties (docs/integrations.md).
     field_mapping = models.JSONField(default=dict, blank=True)
     status_mapping = models.JSONField(default=dict, blank=True)
-    # Where reading changes back from the CRM stands (CRM -> here; not used yet).
+    # Where reading changes back from the CRM stands (CRM -> here): the CRM's last-modified
+    # time (HubSpot: epoch milliseconds) of the latest contact read; blank: from connecting on.
     cursor = models.CharField(max_length=200, blank=True)
+    polled_at = models.DateTimeField(null=True, blank=True)
+    # The backfill of the leads that existed before connecting: where it stands (the last lead
+    # id sent, leads go in id order), how many of how many are done.
+    backfill_status = models.CharField(max_length=10, choices=BackfillStatus.choices,
+                                       blank=True)
+    backfill_cursor = models.CharField(max_length=64, blank=True)
+    backfill_done = models.PositiveIntegerField(default=0)
+    backfill_total = models.PositiveIntegerField(default=0)
     last_error = models.CharField(max_length=500, blank=True)
     connected_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -115,6 +129,8 @@ class CrmSync(RetriedWork):
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     # The lead status last sent (contacts): set_status runs only when it changed.
     pushed_status = models.CharField(max_length=12, blank=True)
+    # The email of the CRM record's owner (contacts; read back from the CRM): the lead's rep.
+    remote_owner_email = models.CharField(max_length=254, blank=True)
     synced_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -123,7 +139,9 @@ class CrmSync(RetriedWork):
                                                name="crm_sync_one_per_object")]
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="crm_sync_due"),
                    models.Index(fields=["connection", "-updated_at"], name="crm_sync_log"),
-                   models.Index(fields=["lead", "-updated_at"], name="crm_sync_lead_log")]
+                   models.Index(fields=["lead", "-updated_at"], name="crm_sync_lead_log"),
+                   models.Index(fields=["connection", "kind", "remote_id"],
+                                name="crm_sync_remote")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.object_id}: {self.status}"

@@ -21,12 +21,15 @@ from core import broker, crypto, outbound
 from core.errors import FieldError, InvalidRequest
 from core.work import Backoff
 from leads.models import Lead
-from tenants.models import Tenant
+from leads.services import lead_update
+from leads.vocabulary import LeadStatus
+from tenants.models import Tenant, User
 
 from . import http
-from .connectors import Connector, MeetingFacts, Tokens, connector_class
+from .connectors import Connector, MeetingFacts, RemoteContact, Tokens, connector_class
 from .models import (
     AuthKind,
+    BackfillStatus,
     ConnectionStatus,
     CrmConnection,
     CrmSync,
@@ -132,6 +135,8 @@ def _save(*, tenant: Tenant, livemode: bool, cls: type[Connector], url: str, kin
         CrmSync.objects.filter(pk__in=waiting).update(
             status=SyncStatus.PENDING, attempts=0, next_attempt_at=now, updated_at=now)
         transaction.on_commit(lambda: enqueue(waiting))
+        if not connection.backfill_status:  # the first connect: the existing leads go too
+            crm_backfill_start(connection=connection)
     return connection
 
 
@@ -194,7 +199,8 @@ def _needs_reconnect(connection: CrmConnection, *, error: str, now: datetime) ->
 # --- planning (the event subscribers) -------------------------------------------------------
 
 def crm_sync_plan(*, tenant_id: Any, livemode: bool, kind: str, object_id: Any, lead_id: Any,
-                  trigger: str) -> list[Any]:
+                  trigger: str, except_provider: str | None = None, only: Any = None
+                  ) -> list[Any]:
     """Arms the sync of one object to each CRM the tenant has connected in this mode (a change
     of an object already synced re-arms its row: same CRM id, a new generation). Returns the
     rows to enqueue."""
@@ -203,6 +209,10 @@ def crm_sync_plan(*, tenant_id: Any, livemode: bool, kind: str, object_id: Any, 
     connections = CrmConnection.objects.filter(
         tenant_id=tenant_id, livemode=livemode,
         status__in=[ConnectionStatus.CONNECTED, ConnectionStatus.NEEDS_RECONNECT])
+    if except_provider:
+        connections = connections.exclude(provider=except_provider)
+    if only is not None:
+        connections = connections.filter(pk=only)
     for connection in connections:
         status = (SyncStatus.PENDING if connection.status == ConnectionStatus.CONNECTED
                   else SyncStatus.WAITING)
@@ -460,3 +470,176 @@ def meeting_facts(meeting: Meeting, *, trigger: str) -> MeetingFacts:
         cancelled=meeting.status == MeetingStatus.CANCELLED,
         rescheduled=trigger == "meeting.rescheduled")
 
+
+
+# --- what comes back (CRM -> here) ----------------------------------------------------------
+
+POLL_PAGE = 100
+POLL_PAGES = 20  # per run: 2,000 changed contacts; the next run goes on from the cursor
+FOLLOWED = (LeadStatus.CONVERTED, LeadStatus.LOST)  # what the CRM may say of a lead
+
+
+def crm_polls_enqueue() -> int:
+    """Beat: one poll task per connected CRM, and the backfills a killed worker left behind."""
+    from .tasks import backfill as backfill_task
+    from .tasks import poll as poll_task
+
+    connected = CrmConnection.objects.filter(status=ConnectionStatus.CONNECTED)
+    ids = [str(pk) for pk in connected.values_list("pk", flat=True)]
+    stale = timezone.now() - BACKFILL_STALE
+    stalled = [str(pk) for pk in connected.filter(backfill_status=BackfillStatus.RUNNING,
+                                                  updated_at__lt=stale)
+               .values_list("pk", flat=True)]
+    broker.publish(poll_task, ids)
+    broker.publish(backfill_task, stalled)
+    return len(ids)
+
+
+def crm_poll(*, connection_id: Any, now: datetime | None = None) -> int:
+    """Reads the contacts changed in the CRM since the connection's cursor, oldest first, and
+    makes each lead follow: a status the CRM's properties map to (converted, lost: the status
+    mapping read backwards) and the record's owner (the rep with that email becomes the lead's
+    rep). The changes go through the lead services, so ``lead.converted`` and the rest fire;
+    their events say ``origin: crm:<provider>``, so nothing is sent back. The cursor moves after
+    each page: a worker killed mid-run reads at most one page again (which changes nothing).
+    Returns how many leads changed."""
+    now = now or timezone.now()
+    connection = CrmConnection.objects.filter(pk=connection_id,
+                                              status=ConnectionStatus.CONNECTED).first()
+    if connection is None:
+        return 0
+    targets = {status: props for status in FOLLOWED
+               if (props := (connection.status_mapping or {}).get(status))}
+    properties = sorted({name for props in targets.values() for name in props})
+    since, newest, after, changed = connection.cursor, connection.cursor, "", 0
+    owners: dict[str, str] | None = None
+    try:
+        crm = _connector(connection, _fresh_token(connection, now=now))
+        for _ in range(POLL_PAGES):
+            page = crm.changed_contacts(since=since, after=after, properties=properties,
+                                        limit=POLL_PAGE)
+            if owners is None and any(c.owner_id for c in page.contacts):
+                try:
+                    owners = crm.owner_emails()
+                except http.Refused as exc:  # no owners scope (an older grant): statuses only
+                    owners = {}
+                    logger.warning("CRM poll of %s: owners not read: %s", connection.pk,
+                                   exc.message)
+            for contact in page.contacts:
+                changed += _follow(connection, contact, targets, owners or {})
+                if contact.modified.isdigit() and int(contact.modified) > int(newest or 0):
+                    newest = contact.modified
+            CrmConnection.objects.filter(pk=connection.pk).update(
+                cursor=newest, polled_at=now, last_error="")
+            after = page.after
+            if not after:
+                break
+    except http.AuthRefused as exc:
+        _needs_reconnect(connection, error=exc.message, now=now)
+    except http.CrmError as exc:  # tried again at the next beat, from the cursor
+        CrmConnection.objects.filter(pk=connection.pk).update(
+            last_error=f"Reading changes failed: {exc.message}"[:500])
+        logger.warning("CRM poll of %s failed: %s", connection.pk, exc.message)
+    return changed
+
+
+def _follow(connection: CrmConnection, contact: RemoteContact, targets: dict[str, dict],
+            owners: dict[str, str]) -> int:
+    row = (CrmSync.objects.select_related("lead")
+           .filter(connection=connection, kind=SyncKind.CONTACT, remote_id=contact.remote_id)
+           .first())
+    lead = row.lead if row is not None else None
+    if lead is None and contact.email:
+        lead = Lead.objects.filter(tenant_id=connection.tenant_id, livemode=connection.livemode,
+                                   email__iexact=contact.email).first()
+    if lead is None:  # a contact that is no lead here: nothing to follow
+        return 0
+    changes: dict[str, Any] = {}
+    status = next((s for s, props in targets.items()
+                   if all(contact.properties.get(k) == str(v) for k, v in props.items())), None)
+    if status is not None and lead.status != status:
+        changes["status"] = status
+    owner_email = owners.get(contact.owner_id, "") if contact.owner_id else ""
+    if owner_email and (row is None or row.remote_owner_email != owner_email):
+        rep = (User.objects.filter(tenant_id=connection.tenant_id, is_active=True,
+                                   email__iexact=owner_email).values_list("pk", flat=True)
+               .first())
+        if rep is not None and lead.assigned_to_id != rep:
+            changes["assigned_to_id"] = rep
+    label = connector_class(connection.provider).label
+    now = timezone.now()
+    with transaction.atomic():
+        if changes:
+            lead_update(lead=lead, changes=changes, touch_activity=False,
+                        origin=f"crm:{connection.provider}",
+                        qualification_reason=(f"Marked {changes['status']} in {label}"
+                                              if "status" in changes else None))
+        known = {"remote_owner_email": owner_email, "remote_id": contact.remote_id}
+        if "status" in changes:
+            known["pushed_status"] = changes["status"]  # the CRM has it: not sent back
+        rows = CrmSync.objects.filter(connection=connection, kind=SyncKind.CONTACT,
+                                      object_id=lead.pk)
+        if not rows.update(**known):
+            with contextlib.suppress(IntegrityError), transaction.atomic():
+                CrmSync.objects.create(
+                    connection=connection, tenant_id=lead.tenant_id, livemode=lead.livemode,
+                    kind=SyncKind.CONTACT, object_id=lead.pk, lead=lead,
+                    status=SyncStatus.SYNCED, synced_at=now, trigger="crm", created_at=now,
+                    updated_at=now, pushed_status=known.get("pushed_status", ""), **{
+                        k: v for k, v in known.items() if k != "pushed_status"})
+    return 1 if changes else 0
+
+
+# --- the backfill of the leads that existed before connecting -------------------------------
+
+BACKFILL_PAGE = 100
+BACKFILL_STALE = timedelta(minutes=5)  # a running backfill not moved for this long is resumed
+
+
+def crm_backfill_start(*, connection: CrmConnection) -> None:
+    """Starts (or starts again) the backfill of the connection's tenant's leads of its mode."""
+    total = Lead.objects.filter(tenant_id=connection.tenant_id,
+                                livemode=connection.livemode).count()
+    CrmConnection.objects.filter(pk=connection.pk).update(
+        backfill_status=BackfillStatus.RUNNING, backfill_cursor="", backfill_done=0,
+        backfill_total=total, updated_at=timezone.now())
+    from .tasks import backfill as backfill_task
+
+    transaction.on_commit(lambda: broker.publish(backfill_task, [str(connection.pk)]))
+
+
+def crm_backfill_page(*, connection_id: Any, now: datetime | None = None,
+                      size: int = BACKFILL_PAGE) -> bool:
+    """Sends one page of leads (in id order, after the stored cursor) to the CRM, then moves the
+    cursor. A lead whose contact is already synced is skipped, so a page read again after a
+    worker was killed sends nothing twice, and the contact upsert (by email) never duplicates.
+    A sync the CRM does not take now (429, 5xx) stays pending on its own schedule. True while
+    pages remain."""
+    now = now or timezone.now()
+    connection = CrmConnection.objects.filter(pk=connection_id).first()
+    if (connection is None or connection.status != ConnectionStatus.CONNECTED
+            or connection.backfill_status != BackfillStatus.RUNNING):
+        return False
+    leads = Lead.objects.filter(tenant_id=connection.tenant_id, livemode=connection.livemode)
+    if connection.backfill_cursor:
+        leads = leads.filter(pk__gt=connection.backfill_cursor)
+    page = list(leads.order_by("pk").values_list("pk", flat=True)[:size])
+    if not page:
+        CrmConnection.objects.filter(pk=connection.pk).update(
+            backfill_status=BackfillStatus.DONE, updated_at=now)
+        return False
+    synced = set(CrmSync.objects.filter(connection=connection, kind=SyncKind.CONTACT,
+                                        object_id__in=page, status=SyncStatus.SYNCED)
+                 .exclude(remote_id="").values_list("object_id", flat=True))
+    for lead_id in page:
+        if lead_id in synced:
+            continue
+        for sync_id in crm_sync_plan(tenant_id=connection.tenant_id,
+                                     livemode=connection.livemode, kind=SyncKind.CONTACT,
+                                     object_id=lead_id, lead_id=lead_id, trigger="backfill",
+                                     only=connection.pk):
+            crm_sync_attempt(sync_id=sync_id)
+    CrmConnection.objects.filter(pk=connection.pk).update(
+        backfill_cursor=str(page[-1]), backfill_done=F("backfill_done") + len(page),
+        updated_at=timezone.now())
+    return True

@@ -20,9 +20,12 @@ MEETING_CHANGES = [EventType.MEETING_BOOKED, EventType.MEETING_RESCHEDULED,
 def _plan(event: Event, kind: str, object_id) -> None:
     if object_id is None:
         return
+    # A change read back from a CRM is not sent back to that CRM (no echo); other CRMs get it.
+    origin = str(event.facts.get("origin") or "")
     services.enqueue(services.crm_sync_plan(
         tenant_id=event.tenant_id, livemode=event.livemode, kind=kind, object_id=object_id,
-        lead_id=event.lead_id, trigger=event.type))
+        lead_id=event.lead_id, trigger=event.type,
+        except_provider=origin.removeprefix("crm:") if origin.startswith("crm:") else None))
 
 
 def lead_changed(event: Event) -> None:

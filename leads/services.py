@@ -121,6 +121,7 @@ def lead_update(
     qualification_reason: str | None = None,
     touch_activity: bool = True,
     score_reasons: list[dict[str, Any]] | None = None,
+    origin: str | None = None,
 ) -> Lead:
     """Changes the fields present in ``changes``; ``updated_at`` (and, unless told otherwise,
     ``last_active_at``) advance even when no value differs. ``score_reasons`` (``{signal,
@@ -130,7 +131,9 @@ def lead_update(
     Emits ``lead.updated`` with the fields that changed and their previous values (each
     surface shows what it can see of them), ``lead.qualified`` or ``lead.converted`` (with
     ``conversion.completed``) when the status reaches that, and ``lead.score_changed`` when the
-    score moves by 10 points or more.
+    score moves by 10 points or more. ``origin`` says where a change came from when it is not
+    this service (``crm:<provider>``: read back from a CRM); it is kept in the events' facts so
+    that the CRM sync does not send the change back where it came from.
     """
     current = (Lead.objects.select_for_update(of=("self",)).select_related("tenant")
                .get(pk=lead.pk))
@@ -143,7 +146,7 @@ def lead_update(
     before = lead_facts(current)
     _apply(current, {field: cleaned[field] for field in changed}, touch_activity=touch_activity)
     _emit_update(current, before=before, changed=changed, reason=qualification_reason,
-                 score_reasons=score_reasons)
+                 score_reasons=score_reasons, origin=origin)
     return current
 
 
@@ -211,7 +214,8 @@ def _refuse_taken_email(lead: Lead, email: str) -> None:
 
 
 def _emit_update(lead: Lead, *, before: dict[str, Any], changed: list[str],
-                 reason: str | None, score_reasons: list[dict[str, Any]] | None) -> None:
+                 reason: str | None, score_reasons: list[dict[str, Any]] | None,
+                 origin: str | None = None) -> None:
     """lead.updated, and what the changes amount to: a status reached, a score moved."""
     after = lead_facts(lead)
     previous = {field: before[field] for field in changed}
@@ -222,10 +226,13 @@ def _emit_update(lead: Lead, *, before: dict[str, Any], changed: list[str],
         facts["score_reasons"] = score_reasons
     if "status" in changed and reason:
         facts["reason"] = reason  # why the status moved, for the lead's history
+    if origin:
+        facts["origin"] = origin
     emit(EventType.LEAD_UPDATED, tenant_id=lead.tenant_id, livemode=lead.livemode,
          lead_id=lead.pk, description=f"Lead {lead.email} updated: {shown}", facts=facts)
     if "status" in changed:
-        _emit_status_change(lead, after, previous_status=before["status"], reason=reason)
+        _emit_status_change(lead, after, previous_status=before["status"], reason=reason,
+                            origin=origin)
     if "score" in changed and abs(after["score"] - before["score"]) >= SCORE_CHANGE_THRESHOLD:
         _emit_score_change(lead, previous_score=before["score"])
 
@@ -273,7 +280,7 @@ def _save_checking_email(lead: Lead, *, email_changed: bool, **save_kwargs: Any)
 
 
 def _emit_status_change(lead: Lead, facts: dict[str, Any], *, previous_status: str | None,
-                        reason: str | None) -> None:
+                        reason: str | None, origin: str | None = None) -> None:
     """lead.qualified / lead.converted (+ conversion.completed) when the status reaches
     qualified (stored qualified or booked) or converted. A move between two stored statuses
     that count alike (booked to qualified) is no such event."""
@@ -281,7 +288,9 @@ def _emit_status_change(lead: Lead, facts: dict[str, Any], *, previous_status: s
     if previous_status is not None and v1_status(previous_status) == reached:
         return
     common = {"tenant_id": lead.tenant_id, "livemode": lead.livemode, "lead_id": lead.pk}
-    status_facts = {"lead": facts, "previous_status": previous_status}
+    status_facts: dict[str, Any] = {"lead": facts, "previous_status": previous_status}
+    if origin:
+        status_facts["origin"] = origin
     if reached == "qualified":
         reason = reason or "Marked qualified by a user of the API"
         emit(EventType.LEAD_QUALIFIED, **common, description=f"Lead {lead.email} qualified: {reason}",

@@ -433,6 +433,8 @@ HUBSPOT_CLIENT_SECRET = env_str("HUBSPOT_CLIENT_SECRET")
 if bool(HUBSPOT_CLIENT_ID) != bool(HUBSPOT_CLIENT_SECRET):
     raise ImproperlyConfigured("Set both HUBSPOT_CLIENT_ID and HUBSPOT_CLIENT_SECRET, or neither.")
 CELERY_BEAT_SCHEDULE["sweep-crm-syncs"] = {"task": "integrations.sweep", "schedule": 10.0}
+# What comes back from the CRMs (polling with a cursor) and stalled backfills: every minute.
+CELERY_BEAT_SCHEDULE["poll-crms"] = {"task": "integrations.polls", "schedule": 60.0}
 
 # --- The knowledge base ---------------------------------------------------------------------
 

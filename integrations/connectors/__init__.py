@@ -46,6 +46,24 @@ class MeetingFacts:
     rescheduled: bool
 
 
+@dataclass(frozen=True)
+class RemoteContact:
+    """A contact as read back from the CRM: its id, email, the status properties (those the
+    status mapping names), its owner's id, and when it last changed (the poll's cursor)."""
+
+    remote_id: str
+    email: str
+    properties: dict[str, str]
+    owner_id: str
+    modified: str
+
+
+@dataclass(frozen=True)
+class ChangedPage:
+    contacts: list[RemoteContact]
+    after: str  # the next page's token; blank on the last page
+
+
 class Connector(ABC):
     """A CRM's API as the sync needs it. ``token`` is the access token to send; every method
     raises ``integrations.http.CrmError`` (Transient, RateLimited, Refused, AuthRefused) when the
@@ -112,3 +130,14 @@ class Connector(ABC):
     @abstractmethod
     def upsert_meeting(self, *, remote_id: str, contact_id: str, meeting: MeetingFacts) -> str:
         """The meeting on the contact, created or updated; its CRM id."""
+
+    # --- what comes back
+    @abstractmethod
+    def changed_contacts(self, *, since: str, after: str, properties: list[str],
+                         limit: int) -> ChangedPage:
+        """One page of the contacts changed after ``since`` (a cursor this connector gave, or
+        blank: all), the oldest change first."""
+
+    @abstractmethod
+    def owner_emails(self) -> dict[str, str]:
+        """The CRM's record owners: id -> email."""

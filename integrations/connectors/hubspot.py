@@ -4,7 +4,8 @@ the shared SSRF-checked client (``integrations.http``), not ``hubspot-api-client
 docs/decisions.md, "HubSpot without its Python client".
 
 Scopes: ``crm.objects.contacts.read`` and ``crm.objects.contacts.write`` (notes and meetings
-associated with contacts need no more), plus ``oauth`` for an OAuth app.
+associated with contacts need no more), ``crm.objects.owners.read`` (the owners' emails, for
+owner-aware routing), plus ``oauth`` for an OAuth app.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from .. import http
-from . import Connector, MeetingFacts, Tokens, register
+from . import ChangedPage, Connector, MeetingFacts, RemoteContact, Tokens, register
 
 # HubSpot-defined association types (CRM v4 associations reference).
 NOTE_TO_CONTACT = 202
@@ -35,7 +36,8 @@ def _iso(moment: datetime) -> str:
 class HubSpot(Connector):
     provider = "hubspot"
     label = "HubSpot"
-    scopes = ("crm.objects.contacts.read", "crm.objects.contacts.write")
+    scopes = ("crm.objects.contacts.read", "crm.objects.contacts.write",
+              "crm.objects.owners.read")
     oauth_scopes = ("oauth", *scopes)
     # Lead field -> contact property. ``name`` is split into firstname and lastname; score,
     # source and tags have no HubSpot default property: map them to custom properties.
@@ -177,3 +179,54 @@ class HubSpot(Connector):
                 return False
             raise
         return True
+
+    # --- what comes back --------------------------------------------------------------------
+
+    def changed_contacts(self, *, since: str, after: str, properties: list[str],
+                         limit: int) -> ChangedPage:
+        """The CRM search, ``lastmodifieddate`` GTE the cursor (epoch ms; GTE, not GT, so a
+        contact changed in the same millisecond as the last one read is not missed: reading
+        one twice changes nothing), oldest change first, ``after`` paging."""
+        body: dict[str, Any] = {
+            "filterGroups": [{"filters": [{"propertyName": "lastmodifieddate", "operator": "GTE",
+                                           "value": since or "0"}]}],
+            "sorts": [{"propertyName": "lastmodifieddate", "direction": "ASCENDING"}],
+            "properties": sorted({"email", "hubspot_owner_id", "lastmodifieddate",
+                                  *properties}),
+            "limit": limit}
+        if after:
+            body["after"] = after
+        found = self._call("POST", "/crm/v3/objects/contacts/search", json_body=body) or {}
+        contacts = []
+        for row in found.get("results") or []:
+            props = row.get("properties") or {}
+            contacts.append(RemoteContact(
+                remote_id=str(row["id"]), email=str(props.get("email") or ""),
+                properties={k: str(props.get(k) or "") for k in properties},
+                owner_id=str(props.get("hubspot_owner_id") or ""),
+                modified=_epoch_ms(props.get("lastmodifieddate") or row.get("updatedAt"))))
+        following = (((found.get("paging") or {}).get("next") or {}).get("after")) or ""
+        return ChangedPage(contacts=contacts, after=str(following))
+
+    def owner_emails(self) -> dict[str, str]:
+        emails: dict[str, str] = {}
+        after = ""
+        for _ in range(100):  # 100 pages of 100 owners: more than any portal has
+            query = {"limit": "100", **({"after": after} if after else {})}
+            page = self._call("GET", "/crm/v3/owners/", query=query) or {}
+            for owner in page.get("results") or []:
+                if owner.get("email"):
+                    emails[str(owner["id"])] = str(owner["email"]).lower()
+            after = (((page.get("paging") or {}).get("next") or {}).get("after")) or ""
+            if not after:
+                break
+        return emails
+
+
+def _epoch_ms(value: Any) -> str:
+    """HubSpot's datetime property (ISO 8601, or epoch ms in older answers) as epoch ms."""
+    text = str(value or "")
+    if not text or text.isdigit():
+        return text
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return str(int(moment.timestamp() * 1000))

@@ -74,10 +74,12 @@ def test_a_manager_connects_hubspot_with_oauth_and_a_lead_becomes_a_contact(stac
         card = page.get_by_test_id("crm-hubspot")
         assert "Not connected." in card.inner_text()
         card.get_by_test_id("crm-oauth").click()
-        # HubSpot's consent page (the stand-in's), asking for the fewest scopes.
+        # HubSpot's consent page (the stand-in's), asking for the fewest scopes: contacts, and
+        # owners read-only (owner-aware routing); nothing more.
         page.wait_for_url(f"{hub.url}/oauth/authorize?*")
-        assert "crm.objects.contacts.write" in page.content()
-        assert "crm.objects.owners.read" not in page.content()
+        content = page.content()
+        assert "crm.objects.contacts.write" in content and "crm.objects.owners.read" in content
+        assert "crm.objects.owners.write" not in content and "crm.schemas" not in content
         page.get_by_role("button", name="Connect app").click()
         page.wait_for_url(base + "/dashboard/integrations/")
         assert "HubSpot connected." in page.locator(".messages").inner_text()

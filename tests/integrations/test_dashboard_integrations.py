@@ -107,3 +107,22 @@ def test_disconnect_revokes_at_hubspot_and_wipes_the_tokens(kit, manager, hubspo
 def test_reps_are_sent_away(rep, path):
     r = signed_in(rep).get(path)
     assert r.status_code == 302 and r["Location"] == "/dashboard/"
+
+
+def test_the_page_shows_the_backfills_progress(kit, manager, hubspot, enqueued):
+    from integrations.models import BackfillStatus
+
+    for n in range(5):
+        make_lead(kit, email=f"old{n}@umbrella.io")
+    connection = services.crm_connect_token(tenant=kit.tenant, livemode=True, provider="hubspot",
+                                            token=hubspot.private_app_token(),
+                                            base_url=hubspot.url)
+    services.crm_backfill_page(connection_id=connection.pk, size=2)
+    client = signed_in(manager)
+    body = client.get("/dashboard/integrations/").content.decode()
+    assert "Existing leads: 2 of 5 sent" in body and 'value="2" max="5"' in body
+    while services.crm_backfill_page(connection_id=connection.pk, size=2):
+        pass
+    assert CrmConnection.objects.get().backfill_status == BackfillStatus.DONE
+    body = client.get("/dashboard/integrations/").content.decode()
+    assert "Existing leads: all 5 sent." in body and "<progress" not in body and len(hubspot.contacts()) == 5

@@ -39,7 +39,8 @@ def test_the_command_connects_by_token_stored_encrypted_and_never_shown(kit, hub
     assert connection.status == ConnectionStatus.CONNECTED and connection.livemode
     assert connection.access_token == token and token not in connection.access_token_encrypted
     assert token not in out.getvalue() and "Connected HubSpot" in out.getvalue()
-    assert connection.scopes == ["crm.objects.contacts.read", "crm.objects.contacts.write"]
+    assert connection.scopes == ["crm.objects.contacts.read", "crm.objects.contacts.write",
+                                 "crm.objects.owners.read"]
     assert connection.status_mapping["converted"] == {"lifecyclestage": "customer"}
 
 

@@ -10,6 +10,14 @@ Written from HubSpot's public API reference, CRM API v3 and OAuth v1:
   required, hs_note_body; association type 202 note -> contact, HUBSPOT_DEFINED)
 - Meetings v3: developers.hubspot.com/docs/api-reference/crm-meetings-v3/guide (hs_timestamp,
   hs_meeting_*; outcome SCHEDULED, COMPLETED, RESCHEDULED, NO_SHOW, CANCELED; type 200)
+- Search v3 for reading changes back: the same guide, "Filter search results" (operators GT,
+  GTE, LT, LTE, EQ on ``lastmodifieddate`` given in epoch milliseconds), "Sort search
+  results" (one sort, ASCENDING/DESCENDING), "Paginate through results" (``after``, answered
+  in ``paging.next.after``; ``limit`` <= 200; 10,000 results at most per query); the answer
+  holds the requested properties plus ``createdate``, ``hs_object_id``, ``lastmodifieddate``
+- Owners v3: developers.hubspot.com/docs/api-reference/crm-owners-v3/guide
+  (GET /crm/v3/owners/ with ``limit`` <= 500 and ``after``; scope crm.objects.owners.read;
+  results {id, email, firstName, lastName, userId, createdAt, updatedAt, archived})
 - OAuth v1: developers.hubspot.com/docs/api/oauth-quickstart-guide and the OAuth reference
   (GET app.hubspot.com/oauth/authorize, POST /oauth/v1/token with authorization_code or
   refresh_token, GET /oauth/v1/access-tokens/{token}, DELETE /oauth/v1/refresh-tokens/{token})
@@ -87,6 +95,8 @@ class HubSpotStandIn:
     limited: int = 0
     retry_after: str = "1"
     fail_5xx: int = 0
+    owners: dict[str, dict] = field(default_factory=dict)
+    clock_ms: int = 0  # the last lastmodifieddate given: strictly increasing
     _ids: Any = field(default_factory=lambda: iter(range(1001, 10**9)))
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
@@ -97,7 +107,8 @@ class HubSpotStandIn:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def private_app_token(self, scopes: tuple[str, ...] = ("crm.objects.contacts.read",
-                                                            "crm.objects.contacts.write")) -> str:
+                                                            "crm.objects.contacts.write",
+                                                            "crm.objects.owners.read")) -> str:
         value = f"pat-na1-{uuid.uuid4()}"
         self.tokens[value] = Token(value, list(scopes), None)
         return value
@@ -111,6 +122,24 @@ class HubSpotStandIn:
 
     def rate_limit(self, calls: int, retry_after: str = "1") -> None:
         self.limited, self.retry_after = calls, retry_after
+
+    def add_owner(self, email: str, first: str = "Rep", last: str = "Here") -> str:
+        oid = self.new_id()
+        self.owners[oid] = {"id": oid, "email": email, "firstName": first, "lastName": last,
+                            "userId": int(oid) + 5000, "createdAt": _now(), "updatedAt": _now(),
+                            "archived": False}
+        return oid
+
+    def edit_contact(self, contact_id: str, **properties: str) -> None:
+        """A change made in HubSpot itself (a rep's edit, a workflow)."""
+        with self.lock:
+            record = self.objects["contacts"][contact_id]
+            record["properties"].update(properties)
+            _touch(self, record)
+
+    def tick(self) -> int:
+        self.clock_ms = max(self.clock_ms + 1, int(time.time() * 1000))
+        return self.clock_ms
 
     def contacts(self) -> list[dict]:
         return list(self.objects["contacts"].values())
@@ -235,8 +264,8 @@ def _route(hub: HubSpotStandIn, method: str, path: str, query: dict, raw: bytes,
         for value in [v for v, t in hub.tokens.items() if t.refresh == m.group(1)]:
             del hub.tokens[value]
         return 204, None
-    if path.startswith("/crm/v3/objects/"):
-        _authenticate(hub, headers)
+    if path.startswith("/crm/v3/objects/") or path == "/crm/v3/owners/":
+        token = _authenticate(hub, headers)
         if hub.limited > 0:
             hub.limited -= 1
             raise _Refusal(429, {"status": "error", "message": "You have reached your secondly "
@@ -246,6 +275,10 @@ def _route(hub: HubSpotStandIn, method: str, path: str, query: dict, raw: bytes,
         if hub.fail_5xx > 0:
             hub.fail_5xx -= 1
             return _error(502, "Bad gateway", "INTERNAL_ERROR")
+        if path == "/crm/v3/owners/":
+            if method != "GET":
+                return _error(405, f"{method} is not supported here", "VALIDATION_ERROR")
+            return _owners(hub, token, query)
         return _crm(hub, method, path[len("/crm/v3/objects/"):], query, raw, headers)
     return _error(404, f"Unknown path {path}", "OBJECT_NOT_FOUND")
 
@@ -304,8 +337,19 @@ def _check_properties(kind: str, properties: Any, *, create: bool) -> dict[str, 
 
 def _record(hub, kind: str, oid: str, properties: dict) -> dict:
     now = _now()
-    return {"id": oid, "properties": {**properties, "hs_object_id": oid, "createdate": now},
-            "createdAt": now, "updatedAt": now, "archived": False}
+    record = {"id": oid, "properties": {**properties, "hs_object_id": oid, "createdate": now},
+              "createdAt": now, "updatedAt": now, "archived": False}
+    _touch(hub, record)
+    return record
+
+
+def _touch(hub, record: dict) -> None:
+    """Every write moves ``lastmodifieddate`` (ISO 8601 in answers, as HubSpot gives it)."""
+    ms = hub.tick()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+    record["properties"]["lastmodifieddate"] = stamp
+    record["updatedAt"] = stamp
+    record["_modified_ms"] = ms
 
 
 def _crm(hub: HubSpotStandIn, method: str, rest: str, query: dict, raw: bytes, headers
@@ -318,7 +362,7 @@ def _crm(hub: HubSpotStandIn, method: str, rest: str, query: dict, raw: bytes, h
         limit = int((query.get("limit") or ["10"])[0])
         if not 1 <= limit <= 100:
             return _error(400, "limit must be between 1 and 100", "VALIDATION_ERROR")
-        return 200, {"results": list(store.values())[:limit]}
+        return 200, {"results": [_public(r) for r in list(store.values())[:limit]]}
     if method == "POST" and tail == "search" and kind == "contacts":
         return _search(store, _json_body(raw, headers))
     if method == "POST" and not tail:
@@ -339,7 +383,7 @@ def _crm(hub: HubSpotStandIn, method: str, rest: str, query: dict, raw: bytes, h
         oid = hub.new_id()
         store[oid] = _record(hub, kind, oid, properties)
         hub.associations += [(kind, oid, cid, type_id) for cid, type_id in links]
-        return 201, store[oid]
+        return 201, _public(store[oid])
     if method == "PATCH" and tail and "/" not in tail:
         body = _json_body(raw, headers)
         if set(body) - {"properties", "objectWriteTraceId"}:
@@ -355,8 +399,8 @@ def _crm(hub: HubSpotStandIn, method: str, rest: str, query: dict, raw: bytes, h
             if clash:
                 return _error(409, f"Contact already exists. Existing ID: {clash}", "CONFLICT")
         store[tail]["properties"].update(properties)
-        store[tail]["updatedAt"] = _now()
-        return 200, store[tail]
+        _touch(hub, store[tail])
+        return 200, _public(store[tail])
     return _error(405, f"{method} is not supported here", "VALIDATION_ERROR")
 
 
@@ -384,26 +428,101 @@ def _associations(hub, kind: str, associations: Any) -> list[tuple[str, int]]:
     return links
 
 
+def _public(record: dict) -> dict:
+    return {k: v for k, v in record.items() if not k.startswith("_")}
+
+
+SEARCH_OPERATORS = {"EQ", "GT", "GTE", "LT", "LTE"}
+SEARCHABLE = CONTACT_PROPERTIES | {"lastmodifieddate", "createdate", "hs_object_id"}
+
+
 def _search(store: dict, body: dict) -> tuple[int, Any]:
+    unknown = set(body) - {"filterGroups", "sorts", "properties", "limit", "after", "query"}
+    if unknown:
+        return _error(400, f"Invalid input JSON: unknown fields {sorted(unknown)}",
+                      "VALIDATION_ERROR")
     try:
         groups = body["filterGroups"]
         filters = [f for g in groups for f in g["filters"]]
         limit = int(body.get("limit", 10))
-        checks = [(f["propertyName"], f["operator"], str(f["value"]).lower()) for f in filters]
+        after = int(body.get("after") or 0)
+        checks = [(f["propertyName"], f["operator"], str(f["value"])) for f in filters]
+        sorts = [(s["propertyName"], s.get("direction", "ASCENDING"))
+                 for s in body.get("sorts") or []]
+        wanted = [str(p) for p in body.get("properties") or ["email"]]
     except (KeyError, TypeError, ValueError):
         return _error(400, "Invalid search request: filterGroups[].filters[] need propertyName, "
-                           "operator and value", "VALIDATION_ERROR")
-    if not 1 <= limit <= 200 or any(op != "EQ" for _, op, _ in checks):
-        return _error(400, "Invalid search request (limit 1-200; this stand-in knows EQ only)",
+                           "operator and value; after must be a number", "VALIDATION_ERROR")
+    if not 1 <= limit <= 200 or after < 0 or len(groups) > 5 or len(sorts) > 1:
+        return _error(400, "Invalid search request (limit 1-200, at most 5 filter groups and "
+                      "one sort)", "VALIDATION_ERROR")
+    for name, operator, _ in checks:
+        if operator not in SEARCH_OPERATORS or name not in SEARCHABLE:
+            return _error(400, f"Invalid search filter: {name} {operator}", "VALIDATION_ERROR")
+    for name, direction in sorts:
+        if name not in SEARCHABLE or direction not in ("ASCENDING", "DESCENDING"):
+            return _error(400, f"Invalid sort: {name} {direction}", "VALIDATION_ERROR")
+    if after + limit > 10000:
+        return _error(400, "The search API returns at most 10,000 results per query",
                       "VALIDATION_ERROR")
+
+    def value(record: dict, name: str) -> Any:
+        if name == "lastmodifieddate":
+            return record["_modified_ms"]
+        return str(record["properties"].get(name, "")).lower()
+
+    def matches(record: dict, name: str, operator: str, wanted_value: str) -> bool:
+        have = value(record, name)
+        if name == "lastmodifieddate":
+            try:
+                wanted_value = int(wanted_value)
+            except ValueError:
+                raise _Refusal(*_error(400, f"{wanted_value} is not a valid epoch millisecond "
+                                       "timestamp", "VALIDATION_ERROR")) from None
+        else:
+            wanted_value = wanted_value.lower()
+        return {"EQ": have == wanted_value, "GT": have > wanted_value,
+                "GTE": have >= wanted_value, "LT": have < wanted_value,
+                "LTE": have <= wanted_value}[operator]
+
     found = [c for c in store.values()
-             if all(str(c["properties"].get(name, "")).lower() == value
-                    for name, _, value in checks)]
-    results = [{"id": c["id"], "properties": {"email": c["properties"].get("email"),
-                                               "hs_object_id": c["id"]},
+             if all(matches(c, name, op, v) for name, op, v in checks)]
+    for name, direction in sorts:
+        found.sort(key=lambda c, name=name: value(c, name), reverse=direction == "DESCENDING")
+    page = found[after:after + limit]
+    results = [{"id": c["id"], "properties": {
+                    **{p: c["properties"].get(p) for p in wanted},
+                    "hs_object_id": c["id"], "createdate": c["properties"].get("createdate"),
+                    "lastmodifieddate": c["properties"].get("lastmodifieddate")},
                 "createdAt": c["createdAt"], "updatedAt": c["updatedAt"], "archived": False}
-               for c in found[:limit]]
-    return 200, {"total": len(found), "results": results}
+               for c in page]
+    answer: dict[str, Any] = {"total": len(found), "results": results}
+    if after + limit < len(found):
+        answer["paging"] = {"next": {"after": str(after + limit)}}
+    return 200, answer
+
+
+def _owners(hub: HubSpotStandIn, token: Token, query: dict) -> tuple[int, Any]:
+    if "crm.objects.owners.read" not in token.scopes:
+        return _error(403, "This app hasn't been granted all required scopes to make this "
+                      "call. Read more about required scopes here: https://developers.hubspot."
+                      "com/scopes.", "MISSING_SCOPES",
+                      errors=[{"message": "One or more of the following scopes are required.",
+                               "context": {"requiredGranularScopes":
+                                           ["crm.objects.owners.read"]}}])
+    try:
+        limit = int((query.get("limit") or ["100"])[0])
+        after = int((query.get("after") or ["0"])[0])
+    except ValueError:
+        return _error(400, "limit and after must be numbers", "VALIDATION_ERROR")
+    if not 1 <= limit <= 500:
+        return _error(400, "limit must be between 1 and 500", "VALIDATION_ERROR")
+    owners = list(hub.owners.values())
+    answer: dict[str, Any] = {"results": owners[after:after + limit]}
+    if after + limit < len(owners):
+        answer["paging"] = {"next": {"after": str(after + limit),
+                                     "link": f"/crm/v3/owners/?after={after + limit}"}}
+    return 200, answer
 
 
 # --- OAuth ----------------------------------------------------------------------------------
