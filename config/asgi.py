@@ -19,9 +19,11 @@ from config.serving import (  # noqa: E402
     settle_garbage_collector,
     warm_up_the_agent,
 )
+from config.shutdown import configure_daphne_shutdown  # noqa: E402
 
 configure_daphne_requests()
 configure_daphne_access_log()
+configure_daphne_shutdown()
 
 django_asgi_app = get_asgi_application()
 
