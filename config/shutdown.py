@@ -14,9 +14,9 @@ Here SIGTERM starts a drain instead:
 3. **Live streams end with a ``reconnect`` event** (``conversations.live.listen_group``), which
    tells the widget (and, by its ``retry:`` field, any EventSource) to connect again: through
    the proxy, to a process that is still serving.
-4. **The process exits** when no connection is left, or after ``SHUTDOWN_GRACE_SECONDS`` at most;
-   whatever is still running then is cancelled, as daphne would. A second SIGTERM (or SIGINT)
-   stops it at once.
+4. **The process exits** when no connection is left, or after ``SHUTDOWN_GRACE_SECONDS`` at most
+   (and ``EXIT_SECONDS`` for the threads of views still running); whatever is still running then
+   is cancelled, as daphne would. A second SIGTERM (or SIGINT) stops it at once.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ logger = logging.getLogger("salesagent.shutdown")
 # A connection accepted this recently with no request yet is waited for: its request is coming.
 FRESH_SECONDS = 1.0
 TICK_SECONDS = 0.05
+# After the grace period, how long the threads of cancelled views get before the process ends.
+EXIT_SECONDS = 2.0
 
 _state: dict = {"draining": False, "future": None, "ports": [], "server": None}
 # Every HTTP connection of this process and when it was accepted (monotonic).
@@ -129,9 +131,22 @@ def _drain(deadline: float) -> None:
     elif now >= deadline:
         logger.warning("shutdown: %d connection(s) still open after the grace period; exiting",
                        len(open_channels))
+        _exit_soon()
         reactor.stop()
     else:
         reactor.callLater(TICK_SECONDS, _drain, deadline)
+
+
+def _exit_soon() -> None:
+    """The bound holds for the views running on threads too: daphne cancels what still runs,
+    but a cancelled synchronous view goes on in its thread, and the interpreter waits for those
+    threads as it exits. They get ``EXIT_SECONDS`` more, then the process ends without them."""
+    import os
+    import threading
+
+    timer = threading.Timer(EXIT_SECONDS, os._exit, args=(0,))
+    timer.daemon = True
+    timer.start()
 
 
 def _connected(channel) -> bool:

@@ -43,10 +43,10 @@ def environment(env: dict[str, str | None] | None = None) -> dict[str, str]:
     return merged
 
 
-def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
+def manage(*args: str, env: dict[str, str | None] | None = None, timeout: float = 120) -> str:
     """Runs ``manage.py`` in a subprocess and returns its standard output."""
     proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment(env),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr}")
     return proc.stdout
