@@ -31,6 +31,8 @@ logger = logging.getLogger("salesagent.shutdown")
 # A connection accepted this recently with no request yet is waited for: its request is coming.
 FRESH_SECONDS = 1.0
 TICK_SECONDS = 0.05
+# With LISTEN_AFTER_WARM_UP, how long the sockets wait for the agent's models at most.
+WARM_UP_WAIT_SECONDS = 300
 # After the grace period, how long the threads of cancelled views get before the process ends.
 EXIT_SECONDS = 2.0
 
@@ -82,6 +84,7 @@ def configure_daphne_shutdown() -> None:
 
     noted_listen_success._salesagent_shutdown = True  # type: ignore[attr-defined]
     Server.listen_success = noted_listen_success
+    _listen_when_warm(Server, reactor)
     http_protocol.HTTPFactory.buildProtocol = noted_build_protocol
 
     def on_sigterm(number, frame) -> None:
@@ -90,6 +93,39 @@ def configure_daphne_shutdown() -> None:
     # Twisted installs ``reactor.sigTerm`` as the handler when the reactor starts (SIGINT keeps
     # its immediate stop: Ctrl-C in a terminal).
     reactor.sigTerm = on_sigterm
+
+
+def _listen_when_warm(server_class, reactor) -> None:
+    """With ``LISTEN_AFTER_WARM_UP``, daphne opens its sockets only once the agent's models are
+    loaded (``config.serving.WARM``; ``WARM_UP_WAIT_SECONDS`` at most): a process that a deploy
+    has just started is not sent requests by the proxy while loading them would hold those
+    requests (docs/deploy.md, "Rolling deploys")."""
+    from django.conf import settings
+
+    if not settings.LISTEN_AFTER_WARM_UP:
+        return
+    from twisted.internet.endpoints import serverFromString
+    from twisted.internet.threads import deferToThread
+
+    from config.serving import WARM
+
+    run = server_class.run
+
+    def run_when_warm(self):
+        endpoints, self.endpoints = self.endpoints, []
+
+        def listen(_=None):
+            for description in endpoints:
+                listener = serverFromString(reactor, str(description)).listen(self.http_factory)
+                listener.addCallback(self.listen_success)
+                listener.addErrback(self.listen_error)
+                self.listeners.append(listener)
+
+        reactor.callWhenRunning(
+            lambda: deferToThread(WARM.wait, WARM_UP_WAIT_SECONDS).addBoth(listen))
+        run(self)
+
+    server_class.run = run_when_warm
 
 
 def _begin() -> None:

@@ -387,6 +387,10 @@ AGENT_WARM_UP = env_bool("AGENT_WARM_UP", True)
 # exits (config/shutdown.py; docs/deploy.md, "Rolling deploys"). Keep the process manager's own
 # stop timeout (systemd's TimeoutStopSec, Kubernetes' terminationGracePeriodSeconds) above it.
 SHUTDOWN_GRACE_SECONDS = env_int("SHUTDOWN_GRACE_SECONDS", 25, minimum=1)
+# A web process opens its socket only once the agent's models are loaded (AGENT_WARM_UP), so
+# that a proxy sends a process just started by a deploy no request it would hold meanwhile.
+# Off by default: `make run` and a single process serve everything else at once.
+LISTEN_AFTER_WARM_UP = env_bool("LISTEN_AFTER_WARM_UP", False)
 if AGENT_UNDERSTANDING not in ("meaning", "rules"):
     raise ImproperlyConfigured(f"AGENT_UNDERSTANDING must be meaning or rules, not {AGENT_UNDERSTANDING!r}.")
 

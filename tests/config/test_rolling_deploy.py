@@ -306,7 +306,7 @@ def test_a_rolling_restart_under_load_fails_no_request_and_loses_nothing(tmp_pat
     Receiver.bodies = []
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     env = {"VAR_DIR": str(tmp_path), "DATABASE_URL": database, "TRUST_X_FORWARDED_PROTO": "1",
-           "V1_REQUIRE_HTTPS": "0", "RATE_LIMIT_ENABLED": "0",
+           "V1_REQUIRE_HTTPS": "0", "RATE_LIMIT_ENABLED": "0", "LISTEN_AFTER_WARM_UP": "1",
            "SHUTDOWN_GRACE_SECONDS": str(GRACE), "DB_POOL_MAX_SIZE": "6",
            "WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1", "WEBHOOKS_ALLOW_HTTP": "1",
            "PYTHONUNBUFFERED": "1"}
