@@ -36,8 +36,8 @@ def served(tmp_path_factory):
 
 
 def _tenant(env: dict) -> dict:
-    manage("migrate", "--noinput", env=env)
-    created = json.loads(manage("create_tenant", "Draining", "--json", env=env))
+    manage("migrate", "--noinput", env=env, timeout=600)
+    created = json.loads(manage("create_tenant", "Draining", "--json", env=env, timeout=600))
     return {"env": env, "public_id": created["tenant"]["publicId"],
             "key": created["keys"]["live"]["write"]}
 

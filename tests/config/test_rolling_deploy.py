@@ -48,6 +48,9 @@ pytestmark = [
 
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 GRACE = 20  # SHUTDOWN_GRACE_SECONDS of the web processes
+# A request with no answer by then is a failed one (a client's patience; machines shared with other
+# test runs have held a request 30 s).
+CLIENT_TIMEOUT = 60
 SETTLE = 6  # nginx's fail_timeout (5 s) and a little: a restarted process is in rotation again
 
 
@@ -161,7 +164,7 @@ class Tally:
 
 
 def read_v1(base: str, key: str, stop: threading.Event, tally: Tally) -> None:
-    with httpx.Client(base_url=base, timeout=30,
+    with httpx.Client(base_url=base, timeout=CLIENT_TIMEOUT,
                       headers={"Authorization": f"Bearer {key}"}) as client:
         while not stop.is_set():
             try:
@@ -177,7 +180,7 @@ def read_v1(base: str, key: str, stop: threading.Event, tally: Tally) -> None:
 
 
 def create_leads(base: str, key: str, stop: threading.Event, tally: Tally, tag: str) -> None:
-    with httpx.Client(base_url=base, timeout=30,
+    with httpx.Client(base_url=base, timeout=CLIENT_TIMEOUT,
                       headers={"Authorization": f"Bearer {key}"}) as client:
         n = 0
         while not stop.is_set():
@@ -210,7 +213,7 @@ def create_leads(base: str, key: str, stop: threading.Event, tally: Tally, tag: 
 
 
 def chat(base: str, tenant: str, stop: threading.Event, tally: Tally) -> None:
-    with httpx.Client(base_url=base, timeout=60) as client:
+    with httpx.Client(base_url=base, timeout=CLIENT_TIMEOUT) as client:
         n = 0
         while not stop.is_set():
             n += 1

@@ -51,14 +51,14 @@ def _reply_as_rita(base: str, session_id: str, text: str) -> None:
 
 def test_the_open_widget_reconnects_to_the_next_process_and_shows_what_it_sends(tmp_path):
     env = {**EMBEDDED, "VAR_DIR": str(tmp_path)}
-    manage("migrate", "--noinput", env=env)
-    created = json.loads(manage("create_tenant", "Acme", "--json", env=env))
+    manage("migrate", "--noinput", env=env, timeout=600)
+    created = json.loads(manage("create_tenant", "Acme", "--json", env=env, timeout=600))
     port = free_port()
     streams: list[tuple[str, int]] = []
     with daphne(env, port=port) as first:
         site = HostSite(first, created["tenant"]["publicId"])
         manage("shell", "-c", SETUP.format(tenant=created["tenant"]["id"], origin=site.origin,
-                                            password=PASSWORD), env=env)
+                                            password=PASSWORD), env=env, timeout=600)
         with browser() as chromium:
             page = chromium.new_context().new_page()
             page.on("response", lambda r: "/api/chat/stream" in r.url
