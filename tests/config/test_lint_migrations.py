@@ -54,7 +54,7 @@ def test_the_grandfathered_list_is_exactly_the_migrations_that_fail(capsys):
 
 
 @postgresql_only
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the concurrent index's SQL is not made in a transaction
 def test_a_dropped_column_a_locking_index_and_a_dropped_default_are_refused(capsys, settings):
     with override_settings(INSTALLED_APPS=[*settings.INSTALLED_APPS,
                                            "tests.migration_samples"]):
