@@ -10,7 +10,7 @@ FUZZ_VENV := .venv-fuzz
 FUZZ_STAMP := $(FUZZ_VENV)/.installed
 APPS := config core tenants apikeys leads agent conversations knowledge analytics webhooks widget dashboard calendars integrations
 
-.PHONY: install install-local-model fuzzer run test chromium prometheus bench eval screenshots lint migrate clean
+.PHONY: install install-local-model fuzzer run test chromium prometheus nginx bench eval screenshots lint migrate clean
 
 install: $(STAMP)
 
@@ -73,10 +73,21 @@ prometheus:
 	for the metrics tests and there is none at $(PROMETHEUS): install it as root (apt-get install \
 	prometheus) or set PROMETHEUS=/path/to/prometheus PROMTOOL=/path/to/promtool" >&2; exit 1; }
 
+# The rolling-deploy test (tests/config/test_rolling_deploy.py) runs Debian's nginx in front of
+# the web processes, with deploy/nginx.conf: as root, make test installs it, as for chromium.
+NGINX ?= /usr/sbin/nginx
+export NGINX
+
+nginx:
+	@test -x "$(NGINX)" || [ "$$(id -u)" != 0 ] || \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends nginx; }
+	@test -x "$(NGINX)" || { echo "make test needs nginx for the rolling-deploy test and there is none at \
+	$(NGINX): install it as root (apt-get install nginx) or set NGINX=/path/to/nginx" >&2; exit 1; }
+
 # The suite runs on every core (pytest-xdist): each worker has its own test database and its own
 # rate-limit keys on a shared Redis. PYTEST_ARGS="-n 0" runs it in one process.
 PYTEST_ARGS ?= -n auto
-test: chromium prometheus install fuzzer
+test: chromium prometheus nginx install fuzzer
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The benchmarks (docs/performance.md, "How it is measured"): daphne with production settings on
@@ -106,10 +117,15 @@ BROWSER_TESTS = $(sort $(wildcard tests/*/test_browser*.py) tests/widget/test_ha
 screenshots: install
 	SCREENSHOTS=1 $(BIN)/python -m pytest $(BROWSER_TESTS) $(PYTEST_ARGS)
 
-# Style, and no function above cyclomatic complexity 10 (radon prints nothing).
+# Style, no function above cyclomatic complexity 10 (radon prints nothing), and no migration
+# that the release still serving cannot live with (docs/deploy.md, "Migrations while the old code
+# serves"): the check reads the SQL PostgreSQL would run, on a server it only reads from.
+LINT_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 lint: install
 	$(BIN)/ruff check .
 	@out=$$($(BIN)/radon cc -n C $(APPS)); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
+	DATABASE_URL=$(LINT_DATABASE_URL) SECRET_KEY=lint ALLOWED_HOSTS=localhost \
+		$(BIN)/python manage.py lint_migrations
 
 clean:
 	rm -rf $(VENV) $(FUZZ_VENV) var .pytest_cache

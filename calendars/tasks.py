@@ -8,7 +8,8 @@ from celery import shared_task
 from .services import calendar_write_attempt, calendar_writes_sweep
 
 
-@shared_task(name="calendars.write", ignore_result=True, acks_late=True)
+@shared_task(name="calendars.write", ignore_result=True, acks_late=True,
+             reject_on_worker_lost=True)
 def write(meeting_id: str) -> bool:
     """One attempt at a meeting's due calendar write; nothing when it is not due or taken."""
     return calendar_write_attempt(meeting_id=UUID(meeting_id)) is not None

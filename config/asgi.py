@@ -19,10 +19,12 @@ from config.serving import (  # noqa: E402
     settle_garbage_collector,
     warm_up_the_agent,
 )
+from config.shutdown import configure_daphne_shutdown  # noqa: E402
 from config.tracing import start_tracing  # noqa: E402
 
 configure_daphne_requests()
 configure_daphne_access_log()
+configure_daphne_shutdown()
 # Off unless the OTEL_* variables ask for it; before the handler loads the middleware.
 start_tracing("web")
 

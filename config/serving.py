@@ -29,6 +29,7 @@ then the server's half is shut and what still arrives is read and dropped, for a
 from __future__ import annotations
 
 import io
+import threading
 
 # How long a connection whose body was refused is read and dropped after the answer, at most.
 LINGER_SECONDS = 5.0
@@ -197,6 +198,11 @@ def settle_garbage_collector() -> None:
     gc.freeze()
 
 
+# Set once the agent's models are loaded (or their loading failed, or is off): a process that
+# listens only then (LISTEN_AFTER_WARM_UP, config/shutdown.py) waits for it.
+WARM = threading.Event()
+
+
 def warm_up_the_agent() -> None:
     """Loads the agent's models (the embedding model, the language identifiers, the decisions'
     regressions: docs/agent.md, "How the agent understands") on a thread of their own as the
@@ -204,11 +210,11 @@ def warm_up_the_agent() -> None:
     that comes first waits for them behind their locks; the process serves everything else
     meanwhile. ``AGENT_WARM_UP=false`` leaves them to the first turn that needs them."""
     import logging
-    import threading
 
     from django.conf import settings
 
     if not settings.AGENT_WARM_UP:
+        WARM.set()
         return
 
     def warm() -> None:
@@ -218,5 +224,7 @@ def warm_up_the_agent() -> None:
             warm_up()
         except Exception:  # the first turn loads them again, and says why if it cannot
             logging.getLogger(__name__).exception("warming up the agent's models failed")
+        finally:
+            WARM.set()
 
     threading.Thread(target=warm, name="agent-warm-up", daemon=True).start()

@@ -21,6 +21,7 @@ from channels.layers import get_channel_layer
 from django.core.cache import cache
 
 from agent.interface import phrase
+from config import shutdown
 from core.breaker import Breaker
 from core.models import Event, EventType
 from core.timestamps import format_timestamp, parse_timestamp
@@ -32,7 +33,10 @@ from .models import Attachment, Conversation, ConversationStatus, Message, Note
 
 logger = logging.getLogger("salesagent.live")
 
-KEEPALIVE_SECONDS = 15.0  # a comment frame this often keeps proxies from closing idle streams
+KEEPALIVE_SECONDS = 15.0
+# After a ``reconnect`` event, how long a client waits before it connects again (the widget adds
+# a random part, so that a process's streams do not all come back at the same instant).
+RECONNECT_MS = 250  # a comment frame this often keeps proxies from closing idle streams
 # A push waits this long at most for the channel layer (Redis in production).
 PUSH_TIMEOUT_SECONDS = 1.0
 _layer = Breaker("the channel layer", cooldown=5.0, kind="channel_layer")
@@ -266,11 +270,14 @@ async def listen_group(group: str, *, snapshot=None, keepalive: float = KEEPALIV
     """A group's live events as ``(event, data)``, and ``None`` every ``keepalive`` seconds
     without one (time for a keep-alive). ``snapshot`` (an async callable) is read after
     subscribing, so that nothing written between the two is missed; its result is the first
-    event, ``session``. Ends after a status event that ends a conversation."""
+    event, ``session``. Ends after a status event that ends a conversation, or with a
+    ``reconnect`` event when the process is asked to stop (config/shutdown.py): the client
+    connects again, to a process that serves, and its ``session`` event catches it up."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(group, channel)
     pending: asyncio.Future | None = None
+    stopping = shutdown.drain_future()
     try:
         if snapshot is not None:
             first = await snapshot()
@@ -278,11 +285,16 @@ async def listen_group(group: str, *, snapshot=None, keepalive: float = KEEPALIV
             if first.get("status") in ENDED:
                 return
         while True:
+            if stopping.done():
+                yield "reconnect", {"retryMs": RECONNECT_MS}
+                return
             if pending is None:
                 pending = asyncio.ensure_future(layer.receive(channel))
-            done, _ = await asyncio.wait({pending}, timeout=keepalive)
-            if not done:
-                yield None
+            done, _ = await asyncio.wait({pending, stopping}, timeout=keepalive,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if pending not in done:
+                if not done:
+                    yield None
                 continue
             message, pending = pending.result(), None
             yield message["event"], message["data"]

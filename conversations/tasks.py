@@ -17,7 +17,8 @@ def expire_idle_conversations() -> int:
     return conversations_expire_idle()
 
 
-@shared_task(name="conversations.send_email", ignore_result=True, acks_late=True)
+@shared_task(name="conversations.send_email", ignore_result=True, acks_late=True,
+             reject_on_worker_lost=True)
 def send_email(email_id: str) -> bool:
     """One attempt of a due email; nothing when it is not due or another worker has it."""
     return email_attempt(email_id=UUID(email_id)) is not None

@@ -47,11 +47,11 @@ def environment(env: dict[str, str | None] | None = None) -> dict[str, str]:
     return merged
 
 
-def manage(*args: str, env: dict[str, str | None] | None = None) -> str:
+def manage(*args: str, env: dict[str, str | None] | None = None, timeout: float = 300) -> str:
     """Runs ``manage.py`` in a subprocess and returns its standard output."""
     proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment(env),
                           capture_output=True, text=True,
-                          timeout=max(300.0, float(os.environ.get("LIVE_START_TIMEOUT") or 0)))
+                          timeout=max(timeout, float(os.environ.get("LIVE_START_TIMEOUT") or 0)))
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{proc.stderr}")
     return proc.stdout

@@ -8,14 +8,16 @@ from celery import shared_task
 from .services import deliveries_attempt, deliveries_catch_up, deliveries_sweep, delivery_attempt
 
 
-@shared_task(name="webhooks.deliver_many", ignore_result=True, acks_late=True)
+@shared_task(name="webhooks.deliver_many", ignore_result=True, acks_late=True,
+             reject_on_worker_lost=True)
 def deliver_many(delivery_ids: list[str]) -> int:
     """One attempt of each due delivery of a batch (deliveries to one receiver, sent in order);
     nothing for those not due or that another worker has. Returns how many were attempted."""
     return len(deliveries_attempt(delivery_ids=[UUID(pk) for pk in delivery_ids]))
 
 
-@shared_task(name="webhooks.deliver", ignore_result=True, acks_late=True)
+@shared_task(name="webhooks.deliver", ignore_result=True, acks_late=True,
+             reject_on_worker_lost=True)
 def deliver(delivery_id: str) -> bool:
     """One attempt of a due delivery (the message of one delivery, as versions before batches
     enqueued it: kept so that those still on the broker at an upgrade are delivered)."""

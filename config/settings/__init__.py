@@ -276,6 +276,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
                                     "interval_max": 0.2}
 CELERY_TASK_ACKS_LATE = True
+# A worker asked to stop (SIGTERM, a rolling deploy) finishes the tasks it runs and gives back
+# the ones it had reserved; acknowledged late, a task whose worker dies before the end goes to
+# the broker again. Which tasks are also given back when their process is killed
+# (reject_on_worker_lost, in their decorators) is said in docs/deploy.md, "Workers".
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
@@ -389,6 +393,15 @@ AGENT_MAX_RETRIES = env_int("AGENT_MAX_RETRIES", 2, minimum=0)
 AGENT_UNDERSTANDING = env_str("AGENT_UNDERSTANDING", "meaning")
 # Load the agent's models when a web process starts rather than at its first chat turn.
 AGENT_WARM_UP = env_bool("AGENT_WARM_UP", True)
+
+# How long a web process asked to stop (SIGTERM) waits for the requests in flight before it
+# exits (config/shutdown.py; docs/deploy.md, "Rolling deploys"). Keep the process manager's own
+# stop timeout (systemd's TimeoutStopSec, Kubernetes' terminationGracePeriodSeconds) above it.
+SHUTDOWN_GRACE_SECONDS = env_int("SHUTDOWN_GRACE_SECONDS", 25, minimum=1)
+# A web process opens its socket only once the agent's models are loaded (AGENT_WARM_UP), so
+# that a proxy sends a process just started by a deploy no request it would hold meanwhile.
+# Off by default: `make run` and a single process serve everything else at once.
+LISTEN_AFTER_WARM_UP = env_bool("LISTEN_AFTER_WARM_UP", False)
 if AGENT_UNDERSTANDING not in ("meaning", "rules"):
     raise ImproperlyConfigured(f"AGENT_UNDERSTANDING must be meaning or rules, not {AGENT_UNDERSTANDING!r}.")
 

@@ -24,7 +24,10 @@ def event_schema(events: tuple[str, ...]) -> dict[str, Any]:
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    # ``reconnect`` (the process is stopping) also sets EventSource's own reconnection delay,
+    # so that a page that does not know the event comes back as soon as the widget does.
+    retry = f"retry: {data['retryMs']}\n" if event == "reconnect" else ""
+    return f"{retry}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
 def event_stream(events: AsyncIterator[tuple[str, dict]],

@@ -615,6 +615,11 @@
     src.addEventListener("message", function (e) { onLiveMessage(JSON.parse(e.data), false); });
     src.addEventListener("status", function (e) { onStatus(JSON.parse(e.data), false); });
     src.addEventListener("typing", function (e) { var a = JSON.parse(e.data).author; if (a) typing(a.name); });
+    src.addEventListener("reconnect", function (e) {  // the server is stopping: to another one
+      if (S.source !== src) return;
+      closeLive();
+      later(function () { if (!S.source && !S.destroyed) connectLive(); }, JSON.parse(e.data).retryMs + Math.random() * 750);
+    });
     src.onerror = function () {
       if (src.readyState !== 2 || S.source !== src) return;  // 2: closed for good; retry ourselves
       S.source = null;

@@ -1,5 +1,5 @@
-"""``make test`` brings its own browser: without Chromium, a user who cannot install it is
-stopped before any test with one line saying what to install (root gets it installed, which a
+"""``make test`` brings its own browser and nginx: without Chromium or nginx, a user who cannot
+install them is stopped before any test with one line saying what to install (root gets it installed, which a
 test cannot show without uninstalling it). Without the local-model extra, the tests that need it
 skip with one message saying how to install it."""
 
@@ -43,6 +43,19 @@ def test_make_test_without_chromium_stops_at_once_with_one_line():
     message = [line for line in proc.stderr.splitlines() if not line.startswith("make:")]
     assert len(message) == 1, proc.stderr
     assert "apt-get install chromium" in message[0] and "/nonexistent/chromium" in message[0]
+
+
+@pytest.mark.live
+def test_make_test_without_nginx_stops_at_once_with_one_line():
+    proc = subprocess.run(
+        as_someone_else(["make", "-s", "test", "NGINX=/nonexistent/nginx",
+                         "PYTEST_ARGS=--collect-only -q tests/config/test_health.py"]),
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env=top_level_environment())
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    message = [line for line in proc.stderr.splitlines() if not line.startswith("make:")]
+    assert len(message) == 1, proc.stderr
+    assert "apt-get install nginx" in message[0] and "/nonexistent/nginx" in message[0]
 
 
 @pytest.mark.live

@@ -37,7 +37,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 logger = logging.getLogger("salesagent.serve")
 
-GRACE_SECONDS = 10
+# Beyond the web process's own grace period (SHUTDOWN_GRACE_SECONDS), before a child that has
+# not exited is killed: the worker's tasks and the web's requests in flight finish first.
+GRACE_MARGIN_SECONDS = 5
 STARTUP_SECONDS = 15.0
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
@@ -251,7 +253,7 @@ class Supervisor:
         for proc in procs:
             if proc.poll() is None:
                 proc.terminate()
-        deadline = time.monotonic() + GRACE_SECONDS
+        deadline = time.monotonic() + settings.SHUTDOWN_GRACE_SECONDS + GRACE_MARGIN_SECONDS
         for proc in procs:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
