@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "performance.md"
 
@@ -36,6 +38,12 @@ PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
 # An aim measured within this share of its limit is "met within tolerance": on a shared
 # two-core virtual machine, a ratio of medians moves by about this much from run to run.
 TOLERANCE = float(os.environ.get("BENCH_TOLERANCE", "0.10"))
+
+
+# The benchmarks whose aim is about the production stack (PostgreSQL and Redis).
+PRODUCTION_STACK = pytest.mark.skipif(
+    not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")),
+    reason="set DATABASE_URL (PostgreSQL) and REDIS_URL: the aim is about the production stack")
 
 
 def percentile(samples: list[float], share: float) -> float:

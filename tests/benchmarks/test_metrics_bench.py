@@ -28,13 +28,7 @@ from tests.benchmarks.harness import check, interleave, ms, ratio_cell
 from tests.benchmarks.http import Connection
 from tests.live import daphne, manage, scratch_database
 
-pytestmark = [
-    pytest.mark.live,  # daphne
-    pytest.mark.skipif(
-        not (os.environ.get("DATABASE_URL", "").startswith("postgres")
-             and os.environ.get("REDIS_URL")),
-        reason="set DATABASE_URL (PostgreSQL) and REDIS_URL: the aim is about the production stack"),
-]
+pytestmark = [pytest.mark.live, harness.PRODUCTION_STACK]  # daphne
 
 WARMUP = 200
 ROUNDS = int(os.environ.get("BENCH_METRICS_ROUNDS", "1500"))
