@@ -9,8 +9,10 @@ import re
 import pytest
 from django.urls import URLResolver, get_resolver
 
-# The values a path parameter takes: any string does, OPTIONS looks nothing up.
-_PARAMETER = re.compile(r"<(?:\w+:)?\w+>")
+# The values a path parameter takes: any string does, OPTIONS looks nothing up; a uuid
+# converter's takes a UUID.
+_PARAMETER = re.compile(r"<(?:(\w+):)?\w+>")
+_NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def _routes(urlconf: str) -> list[str]:
@@ -19,13 +21,15 @@ def _routes(urlconf: str) -> list[str]:
             if isinstance(pattern, URLResolver):
                 yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
             elif not str(pattern.pattern).startswith("^"):  # the catch-all 404 views
-                yield "/" + _PARAMETER.sub("x", prefix + str(pattern.pattern))
+                yield "/" + _PARAMETER.sub(lambda m: _NIL_UUID if m.group(1) == "uuid" else "x",
+                                           prefix + str(pattern.pattern))
 
     return list(walk(get_resolver(urlconf).url_patterns, ""))
 
 
 V1_ROUTES, LEGACY_ROUTES = _routes("config.urls_v1"), _routes("config.urls_legacy")
 PUBLIC = {"/api/health", "/api/chat", "/api/chat/stream", "/api/chat/typing", "/api/widget",
+          "/api/chat/rating", "/api/widget/proactive", f"/api/chat/attachments/{_NIL_UUID}",
           "/api/admin/auth", "/api/schema", "/api/v1/schema", "/api/v1/docs"}
 
 
