@@ -39,9 +39,9 @@ def test_the_page_shows_the_apis_numbers_as_charts(api, kit, manager, django_ass
     activity(api, kit)
     client = signed_in(manager)
     client.get("/dashboard/")
-    # 10: with the check that a person with two-factor sign-in passed it (dashboard.auth), and
-    # the period's first meetings and conversions beside the funnel.
-    with django_assert_max_num_queries(10):
+    # 11: with the check that a person with two-factor sign-in passed it (dashboard.auth), the
+    # period's first meetings and conversions beside the funnel, and the visitors' ratings.
+    with django_assert_max_num_queries(11):
         r = client.get("/dashboard/analytics/")
     assert r.status_code == 200
     page = r.content.decode()

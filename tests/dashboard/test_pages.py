@@ -267,7 +267,7 @@ def test_settings_change_through_the_services(api, kit, manager, fake_server):
         "minutes": "45", "booking_url": ""})
     client.post("/dashboard/settings/widget/", {
         "title": "Talk to Acme", "greeting": "Hello!", "position": "bottom-left",
-        "primary_color": "#112233", "text_color": "#FFFFFF"})
+        "primary_color": "#112233", "text_color": "#FFFFFF", "launcher_icon": "chat"})
     r = client.post("/dashboard/settings/origins/", {"origins": "https://Shop.Acme.com/\n\nhttp://localhost:3000"})
     kit.tenant.refresh_from_db()
     tenant = kit.tenant

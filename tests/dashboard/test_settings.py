@@ -13,7 +13,8 @@ from tests.dashboard.html import beside, errors_beside, value_of
 from widget import colours
 from widget.services import widget_look
 
-WIDGET = {"title": "Talk to Acme", "greeting": "Hello!", "position": "bottom-right"}
+WIDGET = {"title": "Talk to Acme", "greeting": "Hello!", "position": "bottom-right",
+          "launcher_icon": "chat"}
 
 
 @pytest.mark.parametrize(("first", "second", "ratio"), [
