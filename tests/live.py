@@ -99,14 +99,15 @@ def daphne(env: dict[str, str | None] | None = None, port: int | None = None, *,
 
 @contextlib.contextmanager
 def celery_worker(env: dict[str, str | None] | None, log_path: Path, *, beat: bool = False,
-                  level: str = "WARNING", app: str = "config", pool: str | None = None
-                  ) -> Iterator[subprocess.Popen]:
+                  level: str = "WARNING", app: str = "config", pool: str | None = None,
+                  quiet: bool = False) -> Iterator[subprocess.Popen]:
     """``celery -A config worker`` as ``make run`` starts it (``beat``: with beat inside, whose
     sweepers then run, as ``manage.py serve`` runs them); its output goes to a file, never to an
     unread pipe that would fill and stall it."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", app, "worker", f"--loglevel={level}",
+            [sys.executable, "-m", "celery", "-A", app, *(["--quiet"] if quiet else []), "worker",
+             f"--loglevel={level}",
              *([f"--pool={pool}"] if pool else []),
              "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat",
              *(["--beat"] if beat else [])],

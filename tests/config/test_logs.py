@@ -115,7 +115,11 @@ def _serve(env, var):
     manage("migrate", "--noinput", env=env)
     created = json.loads(manage("create_tenant", "Json Logs", "--plan", "enterprise", "--json", env=env))
     worker_log = var / "worker.log"
-    with daphne(env) as base, celery_worker(env, worker_log, level="INFO"):
+    # The suite runs as root here and in CI: Celery then warns, through Python's warnings and
+    # before its logging is set up, that a worker should not; a production worker is not root.
+    worker_env = {**env, "PYTHONWARNINGS": "ignore::Warning:celery.platforms"}
+    with daphne(env) as base, celery_worker(worker_env, worker_log, level="INFO",
+                                                   quiet=True):  # no banner: log lines only
         yield {"base": base, "key": created["keys"]["live"]["admin"],
                "tenant": created["tenant"]["publicId"], "log": base.log, "worker_log": worker_log}
 
