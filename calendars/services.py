@@ -234,7 +234,7 @@ def _record(claim: _Claim, *, now: datetime, status: str | None = None, error: s
     if not MeetingCalendarWrite.settle(write.pk, claim.token, changes):
         logger.warning("Calendar write of meeting %s: result dropped, the claim is gone", write.pk)
         return None
-    metrics.work_attempt("calendar_write", changes.get("status", ""), succeeded=status or "",
+    metrics.work_attempt("calendar_write", changes.get("status"), succeeded=status or WriteStatus.WRITTEN,
                          failed=WriteStatus.FAILED)
     if error:
         logger.warning("Calendar write of meeting %s failed (attempt %s): %s", write.pk,

@@ -117,26 +117,26 @@ def _trace_worker(sender=None, **kwargs) -> None:
         start_tracing("worker")
 
 
-# Task run times for /metrics (core/metrics.py): started by task id, in this worker process.
-_task_started: dict[str, float] = {}
-
-
+# Task run times for /metrics (core/metrics.py), kept on the task's own request (as the log
+# scope's token is): a task that retries itself eagerly runs again with the same id.
 @task_prerun.connect
-def _task_started_at(task_id=None, **kwargs) -> None:
+def _task_started_at(task=None, **kwargs) -> None:
     import time
 
-    _task_started[task_id] = time.perf_counter()
+    if task is not None:
+        task.request.metrics_started = time.perf_counter()
 
 
 @task_postrun.connect
-def _task_finished(task_id=None, task=None, state=None, **kwargs) -> None:
+def _task_finished(task=None, state=None, **kwargs) -> None:
     import time
 
     from core.metrics import CELERY_LAST_TASK, CELERY_TASK_SECONDS
 
-    started = _task_started.pop(task_id, None)
-    if started is None or task is None:
+    started = getattr(task.request, "metrics_started", None) if task is not None else None
+    if started is None:
         return
+    task.request.metrics_started = None
     CELERY_TASK_SECONDS.labels(task.name, (state or "unknown").lower()).observe(
         time.perf_counter() - started)
     CELERY_LAST_TASK.set(time.time())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import datetime
+import functools
 import json
 import logging
 import re
@@ -95,15 +96,40 @@ class ContextFilter(logging.Filter):
         return True
 
 
+# The surface a request is on, by the first matching prefix: the API's two, the widget's own
+# endpoints (under the legacy prefix, docs/widget.md; its chat itself is the legacy
+# ``/api/chat``), then a page by its first segment. Bounded: a metrics label too.
+_API_SURFACES = (("/api/v1/", "v1"), ("/api/widget", "widget"), ("/api/chat/", "widget"),
+                 ("/widget.js", "widget"), ("/api/", "legacy"))
+_PAGE_SURFACES = frozenset({"dashboard", "admin", "meetings", "static", "demo", "docs"})
+
+
+def surface_of(path: str) -> str:
+    """``v1``, ``widget``, ``legacy``, a page's first segment (``dashboard``, ``admin``…), or
+    ``pages`` for the others."""
+    if path == "/api/v1":
+        return "v1"
+    for prefix, surface in _API_SURFACES:
+        if path.startswith(prefix):
+            return surface
+    first = path.strip("/").split("/", 1)[0]
+    return first if first in _PAGE_SURFACES else "pages"
+
+
 _ROUTE_GROUP = re.compile(r"\(\?P<(\w+)>")
 _CONVERTER = re.compile(r"<\w+:(\w+)>")
 
 
 def route_template(match) -> str:
     """The route of a resolved URL (``ResolverMatch``) as a template, ``/api/v1/leads/<pk>``:
-    bounded (no ids), no query string. DRF's routers give regular expressions; their named
-    groups become ``<name>`` and their anchors go."""
-    route = match.route or ""
+    bounded (no ids), no query string; the logs' ``route`` and the metrics' label."""
+    return _template(match.route or "")
+
+
+@functools.lru_cache(maxsize=1024)
+def _template(route: str) -> str:
+    """DRF's routers give regular expressions: their named groups become ``<name>``, their
+    anchors and other groups' marks go. Once per route: the set of routes is fixed."""
     out, i = [], 0
     for found in _ROUTE_GROUP.finditer(route):
         if found.start() < i:
@@ -115,7 +141,9 @@ def route_template(match) -> str:
             j += 1
         i = j
     out.append(route[i:])
-    text = "".join(out).replace("^", "").replace("$", "").replace("\\", "").replace("?", "")
+    text = "".join(out).replace("(?:", "")
+    for mark in "^$\\?()":
+        text = text.replace(mark, "")
     return "/" + _CONVERTER.sub(r"<\1>", text).lstrip("/")
 
 

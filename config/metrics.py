@@ -34,6 +34,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from config import logs
 from core import breaker as breakers
 from core.metrics import HTTP_LATENCY, HTTP_REQUESTS, method_label
 
@@ -41,27 +42,13 @@ logger = logging.getLogger("salesagent.metrics")
 
 # --- Requests -------------------------------------------------------------------------------
 
-# The first matching prefix names the surface. The widget's endpoints are under the legacy
-# prefix (docs/widget.md): its configuration, its stream and its typing notices.
-SURFACES = (("/api/v1/", "v1"), ("/api/widget", "widget"), ("/api/chat/stream", "widget"),
-            ("/api/chat/typing", "widget"), ("/widget.js", "widget"), ("/api/", "legacy"),
-            ("/dashboard/", "dashboard"), ("/admin/", "admin"))
 UNMATCHED = "unmatched"  # no route: the label of every 404 the resolver gives
 
 
-def surface_label(path: str) -> str:
-    if path == "/api/v1":
-        return "v1"
-    for prefix, surface in SURFACES:
-        if path.startswith(prefix):
-            return surface
-    return "other"
-
-
 def route_label(request) -> str:
-    """The resolver's pattern (``api/v1/leads/<str:lead_id>``), never the path."""
+    """The route's template, as the logs name it (``/api/v1/leads/<id>``), never the path."""
     match = getattr(request, "resolver_match", None)
-    return match.route if match is not None and match.route else UNMATCHED
+    return logs.route_template(match) if match is not None and match.route else UNMATCHED
 
 
 class RequestMetricsMiddleware:
@@ -95,7 +82,8 @@ class RequestMetricsMiddleware:
         return response
 
     def _record(self, request, response, seconds: float) -> None:
-        key = (surface_label(request.path_info), route_label(request),
+        key = (getattr(request, "surface", None) or logs.surface_of(request.path_info),
+               route_label(request),
                method_label(request.method), response.status_code)
         children = self._children.get(key)
         if children is None:

@@ -31,8 +31,6 @@ from config import logs
 
 request_log = logging.getLogger("salesagent.requests")
 
-request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
-
 _INBOUND_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
@@ -66,15 +64,14 @@ class RequestIdMiddleware:
 
         self.log_requests = settings.LOG_FORMAT == "json"
 
-    def _start(self, request) -> tuple[contextvars.Token, contextvars.Token]:
+    def _start(self, request) -> contextvars.Token:
         inbound = request.headers.get("X-Request-Id", "")
         request.request_id = inbound if _INBOUND_ID.match(inbound) else new_request_id()
+        request.surface = logs.surface_of(request.path_info)  # the metrics' label too
         request._log_started = time.perf_counter()
-        return (request_id_var.set(request.request_id),
-                logs.open_scope(request_id=request.request_id,
-                                surface=surface_of_path(request.path_info)))
+        return logs.open_scope(request_id=request.request_id, surface=request.surface)
 
-    def _finish(self, request, response, tokens) -> None:
+    def _finish(self, request, response, token) -> None:
         try:
             response["X-Request-Id"] = request.request_id
             if self.log_requests:
@@ -88,31 +85,28 @@ class RequestIdMiddleware:
             # A stream's body is made after this returns, by code that logs too: its scope stays
             # open in the request's own context (a task of its own under daphne).
             if not response.streaming:
-                logs.close_scope(tokens[1])
-                request_id_var.reset(tokens[0])
+                logs.close_scope(token)
 
     def __call__(self, request):
         if self.is_async:
             return self.__acall__(request)
-        tokens = self._start(request)
+        token = self._start(request)
         try:
             response = self.get_response(request)
         except BaseException:
-            logs.close_scope(tokens[1])
-            request_id_var.reset(tokens[0])
+            logs.close_scope(token)
             raise
-        self._finish(request, response, tokens)
+        self._finish(request, response, token)
         return response
 
     async def __acall__(self, request):
-        tokens = self._start(request)
+        token = self._start(request)
         try:
             response = await self.get_response(request)
         except BaseException:
-            logs.close_scope(tokens[1])
-            request_id_var.reset(tokens[0])
+            logs.close_scope(token)
             raise
-        self._finish(request, response, tokens)
+        self._finish(request, response, token)
         return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
@@ -121,26 +115,6 @@ class RequestIdMiddleware:
 
     async def _aprocess_view(self, request, view_func, view_args, view_kwargs):
         self.process_view(request, view_func, view_args, view_kwargs)
-
-
-def surface_of_path(path: str) -> str:
-    """The surface a request is on, for the logs: ``v1``, ``legacy`` (the API, widget's
-    included), or the first segment of a page's path (``dashboard``, ``admin``, ``meetings``…;
-    ``pages`` for the others)."""
-    if path.startswith("/api/v1/") or path == "/api/v1":
-        return "v1"
-    if path.startswith("/api/"):
-        return "legacy"
-    first = path.strip("/").split("/", 1)[0]
-    return first if first in _PAGE_SURFACES else "pages"
-
-
-_PAGE_SURFACES = {"dashboard", "admin", "meetings", "widget.js", "static", "demo", "docs"}
-
-
-class RequestIdLogFilter(logs.ContextFilter):
-    """The request's fields on a record (``config.logs.ContextFilter``; kept by this name for
-    configurations that name it)."""
 
 
 # --- Django's middleware without needless thread hops -----------------------------------------

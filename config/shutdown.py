@@ -134,7 +134,9 @@ def _begin() -> None:
 
     if _state["draining"]:
         logger.warning("shutdown: asked again; stopping now")
-        reactor.stop()
+        _exit_soon()
+        if reactor.running:
+            reactor.stop()
         return
     _state["draining"] = True
     grace = settings.SHUTDOWN_GRACE_SECONDS

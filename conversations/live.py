@@ -33,10 +33,10 @@ from .models import Attachment, Conversation, ConversationStatus, Message, Note
 
 logger = logging.getLogger("salesagent.live")
 
-KEEPALIVE_SECONDS = 15.0
+KEEPALIVE_SECONDS = 15.0  # a comment frame this often keeps proxies from closing idle streams
 # After a ``reconnect`` event, how long a client waits before it connects again (the widget adds
 # a random part, so that a process's streams do not all come back at the same instant).
-RECONNECT_MS = 250  # a comment frame this often keeps proxies from closing idle streams
+RECONNECT_MS = 250
 # A push waits this long at most for the channel layer (Redis in production).
 PUSH_TIMEOUT_SECONDS = 1.0
 _layer = Breaker("the channel layer", cooldown=5.0, kind="channel_layer")

@@ -87,9 +87,11 @@ def method_label(method: str | None) -> str:
     return method if method in _METHODS else "other"
 
 
-def work_attempt(kind: str, status: str, *, succeeded: str, failed: str) -> None:
-    """Counts one attempt of retried work from the status it settled in."""
-    outcome = "succeeded" if status == succeeded else "failed" if status == failed else "retry"
+def work_attempt(kind: str, status: str | None, *, succeeded: str, failed: str) -> None:
+    """Counts one attempt of retried work from the status it settled in: none (a retry keeps
+    the row's status), the status of success, or the status of failing for good."""
+    outcome = ("retry" if not status else "succeeded" if status == succeeded
+               else "failed" if status == failed else "retry")
     WORK_OUTCOMES.labels(kind, outcome).inc()
 
 

@@ -142,3 +142,47 @@ class HostSite:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+# The embedded default, as make run serves it, for a test's own daphne (tests/live.py).
+EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
+            "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0", "EMAIL_URL": None}
+
+
+@contextlib.contextmanager
+def customer_site(var_dir: Path, setup: str = "", env: dict | None = None,
+                  **values: str) -> Iterator[dict]:
+    """A fresh embedded service (migrated, one tenant "Acme") under daphne, a customer's site
+    embedding its widget, and Chromium. ``setup``: Python run by ``manage.py shell`` once the
+    site's origin is known, formatted with ``tenant`` (the tenant's id), ``origin`` and
+    ``values``. Yields ``{base, site, browser, env, created, tenant, output}``: ``created`` is
+    ``create_tenant --json``'s answer (the tenant and its keys), ``output`` what ``setup``
+    printed."""
+    import json
+
+    from tests.live import daphne, manage
+
+    env = {**EMBEDDED, "VAR_DIR": str(var_dir), **(env or {})}
+    manage("migrate", "--noinput", env=env)
+    created = json.loads(manage("create_tenant", "Acme", "--json", env=env))
+    tenant = created["tenant"]
+    with daphne(env) as base:
+        site = HostSite(base, tenant["publicId"])
+        try:
+            output = setup and manage(
+                "shell", "--no-imports", "-c",
+                setup.format(tenant=tenant["id"], origin=site.origin, **values), env=env)
+            with browser() as chromium:
+                yield {"base": base, "site": site, "browser": chromium, "env": env,
+                       "created": created, "tenant": tenant, "output": output}
+        finally:
+            site.close()
+
+
+def sign_in(page, base: str, email: str, password: str) -> None:
+    """Signs in on the dashboard's page, as a person does, and waits for its home."""
+    page.goto(base + "/dashboard/login/")
+    page.fill("#id_username", email)
+    page.fill("#id_password", password)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_url(base + "/dashboard/")

@@ -713,7 +713,7 @@ def _settlement(delivery: Delivery, *, number: int, scheduled: bool, success: bo
 
 def _after_settling(delivery: Delivery, changes: dict[str, Any], *, success: bool, error: str,
                     now: datetime) -> None:
-    metrics.work_attempt("webhook_delivery", changes.get("status", ""), succeeded=DeliveryStatus.DELIVERED,
+    metrics.work_attempt("webhook_delivery", changes.get("status"), succeeded=DeliveryStatus.DELIVERED,
                          failed=DeliveryStatus.FAILED)
     if changes.get("status") == DeliveryStatus.FAILED and delivery.surface == Surface.LEGACY:
         logger.warning("Legacy webhook delivery %s dropped after %s attempts: %s",

@@ -22,7 +22,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from config.middleware import request_id_var
+from config import logs
 from core import errors as domain
 
 logger = logging.getLogger("salesagent.api")
@@ -197,7 +197,7 @@ def _unavailable_problem(exc: Exception) -> Problem:
 
 
 def _unexpected_problem(exc: Exception) -> Problem:
-    request_id = request_id_var.get()
+    request_id = logs.current("request_id") or "-"
     logger.error("Unhandled exception (request %s)", request_id, exc_info=exc)
     return Problem(500, "internal_error",
                    "An unexpected error occurred; retry with backoff. "

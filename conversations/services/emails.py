@@ -242,7 +242,7 @@ def _record(email: OutboundEmail, *, token: uuid.UUID, error: str, transient: bo
         logger.warning("Email %s: result of attempt %s dropped, the claim is gone", email.pk,
                        email.attempts)
         return None
-    metrics.work_attempt("email", changes.get("status", ""), succeeded=EmailStatus.SENT,
+    metrics.work_attempt("email", changes.get("status"), succeeded=EmailStatus.SENT,
                          failed=EmailStatus.FAILED)
     email.refresh_from_db()
     return email

@@ -13,7 +13,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.handlers import get_asgi_application
-from config.metrics import surface_label
+from config.logs import surface_of
 from config.settings.metrics import metrics_settings
 from conversations.models import Conversation, ConversationStatus, OutboundEmail
 from core.models import Event
@@ -97,7 +97,7 @@ def test_a_bad_token_or_directory_stops_the_process(monkeypatch, tmp_path):
 def test_requests_are_counted_by_surface_route_template_and_status(measured, kit):
     lead_id = f"lead_{uuid.uuid4().hex}"
     before = scrape(measured)
-    labels = {"surface": "v1", "route": "api/v1/users", "method": "GET"}
+    labels = {"surface": "v1", "route": "/api/v1/users", "method": "GET"}
     count = value(before, "salesagent_http_requests_total", **labels, status="200") or 0
     for _ in range(3):
         assert measured.get("/api/v1/users", headers=kit.auth("read")).status_code == 200
@@ -110,7 +110,7 @@ def test_requests_are_counted_by_surface_route_template_and_status(measured, kit
     assert value(after, "salesagent_http_request_duration_seconds_count", **labels) >= count + 3
     route = [labels for (name, labels) in samples(after)
              if name == "salesagent_http_requests_total" and ("status", "404") in labels]
-    assert {dict(one)["route"] for one in route} >= {"api/v1/leads/<str:id>", "unmatched"}
+    assert {dict(one)["route"] for one in route} >= {"/api/v1/leads/<id>", "unmatched"}
     assert lead_id not in after and "/no/such/page" not in after
 
 
@@ -161,14 +161,14 @@ def _backlog(kit, *, rows: int) -> None:
 
 
 def test_each_path_has_its_surface():
-    assert {path: surface_label(path) for path in (
+    assert {path: surface_of(path) for path in (
         "/api/v1/leads", "/api/v1", "/api/leads", "/api/widget", "/api/chat/stream",
         "/api/chat/typing", "/api/chat", "/widget.js", "/dashboard/leads/", "/admin/login/",
         "/metrics", "/")} == {
         "/api/v1/leads": "v1", "/api/v1": "v1", "/api/leads": "legacy", "/api/widget": "widget",
         "/api/chat/stream": "widget", "/api/chat/typing": "widget", "/api/chat": "legacy",
         "/widget.js": "widget", "/dashboard/leads/": "dashboard", "/admin/login/": "admin",
-        "/metrics": "other", "/": "other"}
+        "/metrics": "pages", "/": "pages"}
 
 
 def test_chat_turns_are_counted_by_agent_and_path(measured, kit, fake):

@@ -145,14 +145,14 @@ def test_prometheus_scrapes_every_process_series(service, tmp_path):
                            json={"message": "Hi, what do you sell?", "visitorId": "visitor-1"})
         assert turn.status_code == 200, turn.text
 
-        users = 'salesagent_http_requests_total{surface="v1",route="api/v1/users",method="GET"'
+        users = 'salesagent_http_requests_total{surface="v1",route="/api/v1/users",method="GET"'
         eventually(prom, f'sum({users},status="200"}})', 5)
         assert scalar(prom, 'sum(salesagent_http_request_duration_seconds_count'
-                            '{route="api/v1/users"})') == 5
-        assert scalar(prom, 'sum(salesagent_http_requests_total{route="api/v1/leads/<str:id>",'
+                            '{route="/api/v1/users"})') == 5
+        assert scalar(prom, 'sum(salesagent_http_requests_total{route="/api/v1/leads/<id>",'
                             'status="404"})') == 1
         assert scalar(prom, 'sum(salesagent_http_requests_total{surface="legacy",'
-                            'route="api/health",status="429"})') == refused
+                            'route="/api/health",status="429"})') == refused
         assert scalar(prom, 'sum(salesagent_rate_limit_refusals_total{limit="address"})') == refused
         assert scalar(prom, 'sum(salesagent_chat_turns_total{agent="builtin",path="builtin"})') == 1
         assert scalar(prom, "sum(salesagent_chat_turn_duration_seconds_count)") == 1
@@ -182,7 +182,7 @@ def test_prometheus_scrapes_every_process_series(service, tmp_path):
         assert len(exprs) >= 20
         for expr in exprs:
             query(prom, expr)
-        assert scalar(prom, 'sum(rate(salesagent_http_requests_total{route="api/v1/users"}[1m]))'
+        assert scalar(prom, 'sum(rate(salesagent_http_requests_total{route="/api/v1/users"}[1m]))'
                       ) is not None
         rules = httpx.get(f"{prom}/api/v1/rules", timeout=10).json()["data"]["groups"]
         assert {rule["name"] for group in rules for rule in group["rules"]} == {

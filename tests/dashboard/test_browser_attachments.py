@@ -16,7 +16,7 @@ import zlib
 
 import pytest
 
-from tests.browser import HostSite, browser, screenshot, watch_csp
+from tests.browser import HostSite, browser, screenshot, sign_in, watch_csp
 from tests.live import ROOT, daphne, environment, manage
 
 from .test_browser import EMBEDDED
@@ -84,11 +84,7 @@ def _sign_in(stack, device: dict):
     context = stack["browser"].new_context(**device)
     violations = watch_csp(context)
     page = context.new_page()
-    page.goto(stack["base"] + "/dashboard/login/")
-    page.fill("#id_username", "ray@acme.test")
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_url(stack["base"] + "/dashboard/")
+    sign_in(page, stack["base"], "ray@acme.test", PASSWORD)
     return context, page, violations
 
 

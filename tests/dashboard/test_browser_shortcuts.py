@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.browser import browser, screenshot, watch_csp
+from tests.browser import browser, screenshot, sign_in, watch_csp
 from tests.live import daphne, manage
 
 from .test_browser import EMBEDDED
@@ -85,11 +85,7 @@ def test_each_shortcut_does_what_the_list_says(stack):
     context = stack["browser"].new_context(viewport={"width": 1280, "height": 900})
     violations = watch_csp(context)
     page = context.new_page()
-    page.goto(stack["base"] + "/dashboard/login/")
-    page.fill("#id_username", "mia@acme.test")
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_url(stack["base"] + "/dashboard/")
+    sign_in(page, stack["base"], "mia@acme.test", PASSWORD)
     page.goto(stack["base"] + "/dashboard/conversations/?view=all")
 
     # ? shows the list of shortcuts; ? again (or Escape) hides it.
@@ -160,11 +156,7 @@ def test_the_proactive_messages_page_says_why_a_pattern_is_refused(stack):
     context = stack["browser"].new_context(viewport={"width": 1280, "height": 900})
     violations = watch_csp(context)
     page = context.new_page()
-    page.goto(stack["base"] + "/dashboard/login/")
-    page.fill("#id_username", "mia@acme.test")
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_url(stack["base"] + "/dashboard/")
+    sign_in(page, stack["base"], "mia@acme.test", PASSWORD)
     page.goto(stack["base"] + "/dashboard/settings/")
     page.get_by_role("link", name="Proactive messages").click()
     page.fill("#id_message", "Questions about **pricing**? I can help you pick a plan.")

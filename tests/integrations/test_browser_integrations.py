@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.browser import browser, screenshot
+from tests.browser import browser, screenshot, sign_in
 from tests.live import daphne, manage
 
 from .standins.hubspot import HubSpotStandIn
@@ -58,11 +58,7 @@ def stack(tmp_path_factory):
 def _signed_in(stack, email="mia@acme.test"):
     context = stack["chromium"].new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.goto(stack["base"] + "/dashboard/login/")
-    page.fill("#id_username", email)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_url(stack["base"] + "/dashboard/")
+    sign_in(page, stack["base"], email, PASSWORD)
     return context, page
 
 

@@ -13,18 +13,13 @@ Screenshots with ``SCREENSHOTS=1``."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.browser import HostSite, browser, screenshot, watch_csp
-from tests.live import daphne, manage
+from tests.browser import customer_site, screenshot, sign_in, watch_csp
 from widget.strings import DEFAULTS, STRINGS
 
 pytestmark = pytest.mark.live  # daphne and Chromium
 
-EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
-            "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0", "EMAIL_URL": None}
 PASSWORD = "widget-languages-password"
 SIZES = {
     "desktop": {"viewport": {"width": 1280, "height": 800}},
@@ -45,16 +40,8 @@ ICON = ("() => document.querySelector('[data-service-widget]').shadowRoot"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("var"))}
-    manage("migrate", "--noinput", env=env)
-    acme = json.loads(manage("create_tenant", "Acme", "--json", env=env))
-    with daphne(env) as base:
-        site = HostSite(base, acme["tenant"]["publicId"])
-        manage("shell", "-c", SETUP.format(tenant=acme["tenant"]["id"], origin=site.origin,
-                                            password=PASSWORD), env=env)
-        with browser() as chromium:
-            yield {"base": base, "site": site, "browser": chromium}
-        site.close()
+    with customer_site(tmp_path_factory.mktemp("var"), SETUP, password=PASSWORD) as stack:
+        yield stack
 
 
 @pytest.fixture(params=list(SIZES))
@@ -153,11 +140,7 @@ def save_launcher(stack, icon: str, text: str) -> str:
     context = stack["browser"].new_context(**SIZES["desktop"])
     try:
         page = context.new_page()
-        page.goto(stack["base"] + "/dashboard/login/")
-        page.fill("#id_username", "mia@acme.test")
-        page.fill("#id_password", PASSWORD)
-        page.get_by_role("button", name="Sign in", exact=True).click()
-        page.wait_for_url(stack["base"] + "/dashboard/")
+        sign_in(page, stack["base"], "mia@acme.test", PASSWORD)
         page.goto(stack["base"] + "/dashboard/settings/#widget")
         page.select_option("#id_launcher_icon", icon)
         page.fill("#id_launcher_text", text)

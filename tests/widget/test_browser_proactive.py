@@ -14,13 +14,11 @@ import uuid
 import httpx
 import pytest
 
-from tests.browser import HostSite, browser, screenshot
-from tests.live import daphne, manage
+from tests.browser import customer_site, screenshot
+from tests.live import manage
 
 pytestmark = pytest.mark.live  # daphne and Chromium
 
-EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
-            "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0", "EMAIL_URL": None}
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 PRICING = "Questions about **pricing**? I can help you pick a plan."
@@ -71,17 +69,8 @@ def last_json(output: str):
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("var"))}
-    manage("migrate", "--noinput", env=env)
-    made = json.loads(manage("create_tenant", "Acme", "--json", env=env))
-    with daphne(env) as base:
-        site = HostSite(base, made["tenant"]["publicId"])
-        ids = last_json(manage("shell", "-c", SETUP.format(
-            tenant=made["tenant"]["id"], origin=site.origin, rules=RULES), env=env))
-        with browser() as chromium:
-            yield {"base": base, "site": site, "browser": chromium, "env": env, "ids": ids,
-                   "tenant": made["tenant"], "keys": made["keys"]}
-        site.close()
+    with customer_site(tmp_path_factory.mktemp("var"), SETUP, rules=RULES) as stack:
+        yield {**stack, "ids": last_json(stack["output"]), "keys": stack["created"]["keys"]}
 
 
 @pytest.fixture(params=["desktop", "phone"])

@@ -7,19 +7,15 @@ Screenshots with ``SCREENSHOTS=1``."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
-from tests.browser import HostSite, browser, screenshot, watch_csp
-from tests.live import daphne, manage
+from tests.browser import customer_site, screenshot, sign_in, watch_csp
 from widget.strings import STRINGS
 
 pytestmark = pytest.mark.live  # daphne and Chromium
 
-EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
-            "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0", "EMAIL_URL": None}
 PASSWORD = "widget-rating-password"
 SIZES = {
     "desktop": ({"viewport": {"width": 1280, "height": 800}, "locale": "en-US"}, "en"),
@@ -43,26 +39,13 @@ SHADOW = "document.querySelector('[data-service-widget]').shadowRoot"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    env = {**EMBEDDED, "VAR_DIR": str(tmp_path_factory.mktemp("var"))}
-    manage("migrate", "--noinput", env=env)
-    acme = json.loads(manage("create_tenant", "Acme", "--json", env=env))
-    with daphne(env) as base:
-        site = HostSite(base, acme["tenant"]["publicId"])
-        manage("shell", "-c", SETUP.format(tenant=acme["tenant"]["id"], origin=site.origin,
-                                            password=PASSWORD), env=env)
-        with browser() as chromium:
-            context = chromium.new_context(viewport={"width": 1280, "height": 900})
-            violations = watch_csp(context)
-            rep = context.new_page()
-            rep.goto(base + "/dashboard/login/")
-            rep.fill("#id_username", "mia@acme.test")
-            rep.fill("#id_password", PASSWORD)
-            rep.get_by_role("button", name="Sign in", exact=True).click()
-            rep.wait_for_url(base + "/dashboard/")
-            yield {"base": base, "site": site, "browser": chromium, "rep": rep,
-                   "violations": violations, "rated": []}
-            context.close()
-        site.close()
+    with customer_site(tmp_path_factory.mktemp("var"), SETUP, password=PASSWORD) as stack:
+        context = stack["browser"].new_context(viewport={"width": 1280, "height": 900})
+        violations = watch_csp(context)
+        rep = context.new_page()
+        sign_in(rep, stack["base"], "mia@acme.test", PASSWORD)
+        yield {**stack, "rep": rep, "violations": violations, "rated": []}
+        context.close()
 
 
 @pytest.mark.parametrize("size", list(SIZES))

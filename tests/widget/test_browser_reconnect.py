@@ -14,13 +14,11 @@ import time
 import httpx
 import pytest
 
-from tests.browser import HostSite, browser
+from tests.browser import EMBEDDED, HostSite, browser
 from tests.live import daphne, free_port, manage
 
 pytestmark = pytest.mark.live  # two daphne processes, one after the other, and Chromium
 
-EMBEDDED = {"DATABASE_URL": None, "REDIS_URL": None, "DEBUG": "1", "SECRET_KEY": None,
-            "ALLOWED_HOSTS": None, "V1_REQUIRE_HTTPS": "0"}
 PASSWORD = "correct-horse-battery"
 SETUP = """
 from tenants.models import Tenant
