@@ -374,6 +374,16 @@ def attachment_get(*, tenant: Tenant, livemode: bool, conversation_id: uuid.UUID
                                      conversation_id=conversation_id).first()
 
 
+def visitor_sessions(*, tenant: Tenant | None, session_id: uuid.UUID, visitor_id: str):
+    """The widget's chat session ``session_id`` of this visitor, on the tenant's live data: the
+    one thing the widget's session endpoints (stream, typing, rating) trust. Empty when the
+    tenant is unknown."""
+    if tenant is None:
+        return Conversation.objects.none()
+    return Conversation.objects.filter(pk=session_id, tenant=tenant, livemode=True,
+                                       visitor_id=visitor_id)
+
+
 def visitor_attachment(*, tenant: Tenant, session_id: uuid.UUID, visitor_id: str,
                        attachment_id: uuid.UUID) -> Attachment | None:
     """A file of a widget's chat session, for the visitor of that session only (live data)."""

@@ -189,10 +189,16 @@ def legacy_stream_shape(event: str, data: dict) -> dict:
     return data
 
 
-def _tenant_named(request) -> Tenant | None:
-    """The tenant of a public chat request: ``?tenant=`` (what the widget sends) or the body's."""
-    public_id = request.GET.get("tenant") or (
-        request.data.get("tenant") if isinstance(request.data, dict) else None)
+def _tenant_named(request, body: Any = None) -> Tenant | None:
+    """The tenant of a public chat request: ``?tenant=`` (what the widget sends) or the body's.
+    A file's request keeps its body in ``payload``: its tenant is read from ``body`` once the
+    request has been read, and the rate limit, which runs before, goes by the query alone (it
+    reads no upload)."""
+    public_id = request.GET.get("tenant")
+    if not public_id and body is None and not request.content_type.startswith("multipart/"):
+        body = request.data
+    if not public_id and isinstance(body, dict):
+        public_id = body.get("tenant")
     return tenant_by_public_id(public_id)
 
 
@@ -270,7 +276,7 @@ class PublicChatView(PublicLegacyAPIView):
         },
     )
     def post(self, request):
-        upload = None
+        payload = upload = None
         if request.content_type.startswith("multipart/"):
             payload, upload = _multipart_chat(request)
             body = PublicChatWithFileSerializer(data=payload)
@@ -278,7 +284,7 @@ class PublicChatView(PublicLegacyAPIView):
             body = PublicChatSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        tenant = _tenant_named(request)
+        tenant = _tenant_named(request, payload if upload else None)
         if tenant is None:
             raise NotFound("Unknown tenant.")
         return answer_chat(request, data, tenant=tenant, livemode=True, channel=Channel.WEB_CHAT,

@@ -21,6 +21,9 @@ from .messages import append_message
 MAX_PROACTIVE = 50  # per tenant
 MAX_MESSAGE = 500
 MAX_PATTERN = 200
+# The widget matches a pattern as a regular expression, with .* for each *: a few keep it
+# linear on any address (many could backtrack for long on a visitor's page).
+MAX_WILDCARDS = 5
 MAX_SECONDS = 3600
 MAX_PRIORITY = 1000
 # A path ("/pricing", "/blog/*") or a whole http(s) URL with a host ("https://shop.example/*"):
@@ -41,6 +44,9 @@ def _clean(*, message: str, url_pattern: str, seconds_on_page: Any, returning: s
     if len(url_pattern) > MAX_PATTERN:
         problems.append(FieldError("url_pattern", "too_long",
                                    f"At most {MAX_PATTERN} characters."))
+    elif url_pattern.count("*") > MAX_WILDCARDS:
+        problems.append(FieldError("url_pattern", "invalid_format",
+                                   f"At most {MAX_WILDCARDS} * in a pattern."))
     elif url_pattern and not (PATH_PATTERN.match(url_pattern) or URL_PATTERN.match(url_pattern)):
         problems.append(FieldError(
             "url_pattern", "invalid_format",

@@ -55,7 +55,7 @@ from tenants.models import Tenant
 from tenants.selectors import agent_phrasing_examples
 from tenants.services import provider_health_record
 
-from .. import scheduling
+from .. import live, scheduling
 from ..attachments import Upload, attachment_payload
 from ..events import emit_conversation_event, message_facts
 from ..models import (
@@ -114,8 +114,8 @@ class TurnInput:
     consent: Acceptance | None = None
     # The visitor's browser asks not to be tracked (DNT: 1 or Sec-GPC: 1).
     do_not_track: bool = False
-    # The tenant's proactive message this message replies to (the widget's
-    # ``metadata.proactive``): stored as the agent's first (docs/widget.md).
+    # The tenant's proactive message this message replies to: read from the widget's
+    # ``metadata.proactive`` by the turn itself (docs/widget.md), not set by callers.
     proactive_id: uuid.UUID | None = None
     # A file sent with the message (the widget's): read and checked, not yet stored. The agent
     # never reads it; ``message`` may then be empty.
@@ -240,7 +240,7 @@ def _open(inp: TurnInput, *, consent: dict[str, Any] | None,
     # and the conversation's holds.
     told = inp.language or (None if chosen_slot else
                             detect_language(inp.message, prior=conversation.language or None))
-    language = told or conversation.language or conversation.metadata.get("widgetLanguage") or "en"
+    language = told or live.spoken_language(conversation.language, conversation.metadata)
     view = scheduling.view_for(inp.tenant, conversation.metadata.get("timezone"), language)
     wish, wish_now = (None, False) if silent or chosen_slot else _wish(
         inp.message, earlier, language=language, today=now.astimezone(view.zone).date())
@@ -291,9 +291,13 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
     """
     metadata = dict(inp.metadata)
     slot = metadata.pop("slot", None)
-    proactive = _uuid_or_none(metadata.pop("proactive", None))
     zone = scheduling.visitor_zone(metadata.pop("timezone", None))
-    shown_in = metadata.pop("widgetLanguage", None)
+    # The widget's own keys, on its channel only: a v1 client's metadata is its own (the
+    # specification's "arbitrary key-value pairs") and kept as sent.
+    proactive = shown_in = None
+    if inp.channel == Channel.WEB_CHAT:
+        proactive = _uuid_or_none(metadata.pop("proactive", None))
+        shown_in = metadata.pop("widgetLanguage", None)
     request_meta = inp.request_meta
     if inp.do_not_track and inp.tenant.honour_do_not_track:
         metadata, request_meta = {}, {}
@@ -305,7 +309,7 @@ def _read_metadata(inp: TurnInput) -> tuple[TurnInput, str | None]:
         metadata["widgetLanguage"] = shown_in
     chosen = slot if isinstance(slot, str) and scheduling.parse_token(slot) else None
     return replace(inp, metadata=metadata, request_meta=request_meta,
-                   proactive_id=inp.proactive_id or proactive), chosen
+                   proactive_id=proactive), chosen
 
 
 def _uuid_or_none(value: Any) -> uuid.UUID | None:

@@ -239,6 +239,9 @@ def conversation_attachment(request: HttpRequest, conversation_id: str,
                                     conversation_id=conversation_id, attachment_id=attachment_id)
     if attachment is None:
         raise Http404()
+    # A file is the visitor's data as the page is: a direct link is audited as the page is.
+    request.actor.write(record_staff_access, user=request.actor.user,
+                        action=StaffAccessAction.VIEWED, conversation_id=attachment.conversation_id)
     return file_response(attachment)
 
 

@@ -256,7 +256,7 @@
   // A file (docs/widget.md, "Attachments"): chosen, it is sent at once, with any text typed.
   var attBtn = tr(el("button", { "class": "att", type: "button" }), "attach", 0, "aria-label");
   attBtn.appendChild(svg("M16.5 6v11.5a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10.5a1 1 0 0 1-2 0V6H10v9.5a2.5 2.5 0 0 0 5 0V5a4 4 0 0 0-8 0v12.5a5.5 5.5 0 0 0 11 0V6z"));
-  var picker = el("input", { type: "file", hidden: "", accept: "image/*,.pdf" });
+  var picker = el("input", { type: "file", hidden: "", accept: "image/png,image/jpeg,image/gif,image/webp,application/pdf,.png,.jpg,.jpeg,.gif,.webp,.pdf" });
   form.appendChild(label);
   form.appendChild(input);
   form.appendChild(attBtn);

@@ -175,6 +175,21 @@ def test_a_multipart_chat_says_which_part_is_wrong(api, kit):
     assert not Message.objects.exists()
 
 
+def test_a_multipart_chat_may_name_its_tenant_in_its_payload(api, kit, stranger):
+    """As a JSON chat may name it in its body (docs/widget.md): the payload is the body."""
+    body = {"message": "", "visitorId": "v_1", "stream": False, "tenant": kit.tenant.public_id}
+    r = api.post("/api/chat", data={"payload": json.dumps(body)},
+                 files={"file": ("a.png", PNG, "image/png")})
+    assert r.status_code == 200, r.content
+    assert Attachment.objects.get().tenant_id == kit.tenant.pk
+    # The query's tenant wins, as for a JSON body.
+    r = api.post(f"/api/chat?tenant={stranger.tenant.public_id}",
+                 data={"payload": json.dumps({**body, "visitorId": "v_2"})},
+                 files={"file": ("b.png", PNG, "image/png")})
+    assert r.status_code in (200, 403), r.content
+    assert Attachment.objects.filter(tenant=kit.tenant).count() == 1
+
+
 def test_only_the_sessions_visitor_downloads_from_the_widget(api, kit, stranger):
     session = send_file(api, kit, PNG, "a.png").json()["sessionId"]
     attachment = Attachment.objects.get()
@@ -259,6 +274,11 @@ def test_the_dashboard_serves_files_to_its_tenants_staff_only(api, kit, rep, str
     r = page.get(f"/dashboard/conversations/{session}/attachments/{pdf.pk}/")
     assert r["Content-Disposition"].startswith("attachment;")
     b"".join(r.streaming_content)
+    # Each file opened is in the staff access audit, as the conversation's page is.
+    from tenants.models import StaffAccess
+
+    assert StaffAccess.objects.filter(tenant=kit.tenant, user=rep, action="viewed",
+                                      conversation_id=session).count() == 2
     other = user_create(tenant=stranger.tenant, email="eve@stranger.test", first_name="Eve",
                         password=PASSWORD)
     r = signed_in(other).get(f"/dashboard/conversations/{session}/attachments/{image.pk}/")

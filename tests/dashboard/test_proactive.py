@@ -61,6 +61,7 @@ def test_a_manager_adds_edits_turns_off_and_deletes_one(kit, manager):
     ({"url_pattern": "/pri cing"}, "url_pattern", "without spaces"),
     ({"url_pattern": "ftp://files.example/*"}, "url_pattern", "http:// or https://"),
     ({"url_pattern": "/" + "a" * 200}, "url_pattern", "At most 200 characters."),
+    ({"url_pattern": "/*a*b*c*d*e*"}, "url_pattern", "At most 5 * in a pattern."),
     ({"seconds_on_page": "-1"}, "seconds_on_page", "From 0 to 3600."),
     ({"seconds_on_page": "3601"}, "seconds_on_page", "From 0 to 3600."),
     ({"seconds_on_page": "soon"}, "seconds_on_page", "Enter a whole number."),

@@ -94,3 +94,20 @@ def test_an_unknown_or_foreign_proactive_id_stores_nothing_more(api, kit, strang
     assert not Message.objects.filter(tenant=kit.tenant, proactive=True).exists()
     assert not Message.objects.filter(content="Their words").exists()
     assert ProactiveMessage.objects.get(pk=theirs.pk).replied_count == 0
+
+
+def test_a_v1_clients_metadata_of_the_same_names_is_its_own(api, kit):
+    """``proactive`` and ``widgetLanguage`` are the widget's keys on its own chat; a v1 client's
+    metadata is arbitrary (the specification) and kept as sent, with no message added."""
+    pricing = proactive_message_create(tenant=kit.tenant, message="Questions about pricing?",
+                                       url_pattern="/pricing")
+    r = api.post("/api/v1/chat", headers=kit.auth("write"), json={
+        "message": "How much for 10 seats?", "visitorId": "v_api",
+        "metadata": {"proactive": pricing.pk.hex, "widgetLanguage": "de"}})
+    assert r.status_code == 200, r.content
+    conversation = "conv_" + r.json()["sessionId"].removeprefix("sess_")
+    detail = api.get(f"/api/v1/conversations/{conversation}", headers=kit.auth("read")).json()
+    assert detail["metadata"]["proactive"] == pricing.pk.hex
+    assert detail["metadata"]["widgetLanguage"] == "de"
+    assert [m["role"] for m in detail["messages"]] == ["user", "assistant"]
+    assert ProactiveMessage.objects.get(pk=pricing.pk).replied_count == 0

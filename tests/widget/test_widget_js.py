@@ -81,3 +81,11 @@ def test_accept_encoding_parsing():
     assert accepted_codings("BR;Q=0.5, gzip;q=0") == {"br"}
     assert accepted_codings("gzip;q=nonsense") == set()
     assert accepted_codings("*;q=0") == set()
+
+
+def test_the_file_picker_offers_what_the_server_takes(api):
+    """The widget's file input lists the types the server accepts (conversations/attachments.py),
+    not ``image/*``, which would offer an SVG or a HEIC that is then refused."""
+    from conversations.attachments import ACCEPT_ATTRIBUTE
+
+    assert f'accept:"{ACCEPT_ATTRIBUTE}"' in api.get("/widget.js").text  # minified

@@ -27,7 +27,12 @@ from conversations.api.sse import event_schema, event_stream_response, frame
 from conversations.api.v1 import FILE_RESPONSES
 from conversations.attachments import file_response
 from conversations.models import Conversation, ConversationStatus, Rating
-from conversations.selectors import message_attachments, visitor_attachment, widget_proactive_messages
+from conversations.selectors import (
+    message_attachments,
+    visitor_attachment,
+    visitor_sessions,
+    widget_proactive_messages,
+)
 from conversations.services import conversation_rate, proactive_message_shown
 from conversations.services.ratings import RATING_COMMENT_CHARS
 from core.errors import NotFound
@@ -232,10 +237,9 @@ class ChatStreamView(PublicLegacyAPIView):
     def get(self, request):
         query = parse_query(request, StreamQuery)
         tenant = tenant_by_public_id(query["tenant"])
-        conversation = tenant and (Conversation.objects
-                                   .filter(pk=query["sessionId"], tenant=tenant, livemode=True,
-                                           visitor_id=query["visitorId"])
-                                   .values_list("pk", flat=True).first())
+        conversation = (visitor_sessions(tenant=tenant, session_id=query["sessionId"],
+                                         visitor_id=query["visitorId"])
+                        .values_list("pk", flat=True).first())
         if conversation is None:
             raise NotFound("No such chat session for this visitor.")
         return event_stream_response(_frames(conversation))
@@ -303,10 +307,9 @@ class TypingView(PublicLegacyAPIView):
     def post(self, request):
         query = parse_query(request, StreamQuery)
         tenant = tenant_by_public_id(query["tenant"])
-        status = tenant and (Conversation.objects
-                             .filter(pk=query["sessionId"], tenant=tenant, livemode=True,
-                                     visitor_id=query["visitorId"])
-                             .values_list("status", flat=True).first())
+        status = (visitor_sessions(tenant=tenant, session_id=query["sessionId"],
+                                   visitor_id=query["visitorId"])
+                  .values_list("status", flat=True).first())
         if not status:
             raise NotFound("No such chat session for this visitor.")
         if status == ConversationStatus.HANDED_OFF:
@@ -381,9 +384,8 @@ class RatingView(PublicLegacyAPIView):
         body = RatingBody(data=request.data)
         body.is_valid(raise_exception=True)
         tenant = tenant_by_public_id(query["tenant"])
-        conversation = tenant and (Conversation.objects
-                                   .filter(pk=query["sessionId"], tenant=tenant, livemode=True,
-                                           visitor_id=query["visitorId"]).first())
+        conversation = visitor_sessions(tenant=tenant, session_id=query["sessionId"],
+                                        visitor_id=query["visitorId"]).first()
         if conversation is None:
             raise NotFound("No such chat session for this visitor.")
         rated = conversation_rate(conversation=conversation, rating=body.validated_data["rating"],
