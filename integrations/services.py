@@ -318,14 +318,15 @@ def crm_sync_attempt(*, sync_id: Any, now: datetime | None = None) -> CrmSync | 
 def _settle(sync: CrmSync, token: Any, now: datetime, changes: dict[str, Any]
             ) -> CrmSync | None:
     changes = {"last_error": "", "updated_at": now, **changes}
-    if changes.get("status") == SyncStatus.SYNCED:
-        # Done only if no change came while on the wire; else once more, at once.
+    if changes.get("status") in (SyncStatus.SYNCED, SyncStatus.FAILED):
+        # Settled for good only if no change came while on the wire; else once more, at once
+        # (a newer change may succeed where this one was refused).
         done = CrmSync.objects.filter(pk=sync.pk, claim_token=token,
                                       generation=sync.generation)
         if done.update(claim_token=None, lease_expires_at=None, enqueued_at=None, **changes):
             sync.refresh_from_db()
             return sync
-        changes.update(status=SyncStatus.PENDING, next_attempt_at=now, attempts=0)
+        changes.update(status=SyncStatus.PENDING, next_attempt_at=now, attempts=0, last_error="")
         if CrmSync.settle(sync.pk, token, changes):
             transaction.on_commit(lambda: enqueue([sync.pk]))
     elif not CrmSync.settle(sync.pk, token, changes):
@@ -511,7 +512,11 @@ def crm_poll(*, connection_id: Any, now: datetime | None = None) -> int:
     targets = {status: props for status in FOLLOWED
                if (props := (connection.status_mapping or {}).get(status))}
     properties = sorted({name for props in targets.values() for name in props})
-    since, newest, after, changed = connection.cursor, connection.cursor, "", 0
+    # Blank before the first read: from connecting on, not the CRM's whole history (its
+    # customers of years would all come back as conversions).
+    since = connection.cursor or connector_class(connection.provider).cursor_at(
+        connection.connected_at or now)
+    newest, after, changed = since, "", 0
     owners: dict[str, str] | None = None
     try:
         crm = _connector(connection, _fresh_token(connection, now=now))

@@ -14,7 +14,8 @@ from .services import (
 )
 
 
-@shared_task(name="integrations.sync", ignore_result=True, acks_late=True)
+@shared_task(name="integrations.sync", ignore_result=True, acks_late=True,
+             reject_on_worker_lost=True)  # the claim makes a second run wait its lease out
 def sync(sync_id: str) -> bool:
     """One attempt at a due CRM sync; nothing when it is not due or taken."""
     return crm_sync_attempt(sync_id=UUID(sync_id)) is not None
@@ -38,7 +39,8 @@ def poll(connection_id: str) -> int:
     return crm_poll(connection_id=UUID(connection_id))
 
 
-@shared_task(name="integrations.backfill", ignore_result=True, acks_late=True)
+@shared_task(name="integrations.backfill", ignore_result=True, acks_late=True,
+             reject_on_worker_lost=True)  # a page already sent is skipped
 def backfill(connection_id: str) -> None:
     """The backfill of the existing leads, page by page from its stored cursor (a redelivered
     message or the beat's resume goes on where it stood)."""

@@ -132,11 +132,17 @@ class Connector(ABC):
         """The meeting on the contact, created or updated; its CRM id."""
 
     # --- what comes back
+    @staticmethod
+    @abstractmethod
+    def cursor_at(moment: datetime) -> str:
+        """The cursor of changes made from ``moment`` on (where reading back starts: the
+        connection's time of connecting, not the CRM's whole history)."""
+
     @abstractmethod
     def changed_contacts(self, *, since: str, after: str, properties: list[str],
                          limit: int) -> ChangedPage:
-        """One page of the contacts changed after ``since`` (a cursor this connector gave, or
-        blank: all), the oldest change first."""
+        """One page of the contacts changed after ``since`` (a cursor this connector gave),
+        the oldest change first."""
 
     @abstractmethod
     def owner_emails(self) -> dict[str, str]:

@@ -25,6 +25,9 @@ from . import ChangedPage, Connector, MeetingFacts, RemoteContact, Tokens, regis
 NOTE_TO_CONTACT = 202
 MEETING_TO_CONTACT = 200
 ACCESS_SECONDS = 1800  # an access token's life when the answer does not say (HubSpot's 30 min)
+# The search index follows writes by a few seconds (HubSpot's search guide): each read starts
+# this much before the cursor, so a contact indexed after a newer one is still read.
+SEARCH_LAG_MS = 60_000
 _EXISTING_ID = re.compile(r"Existing ID:\s*(\d+)")
 
 
@@ -182,14 +185,20 @@ class HubSpot(Connector):
 
     # --- what comes back --------------------------------------------------------------------
 
+    @staticmethod
+    def cursor_at(moment: datetime) -> str:
+        return str(int(moment.timestamp() * 1000))  # lastmodifieddate's epoch milliseconds
+
     def changed_contacts(self, *, since: str, after: str, properties: list[str],
                          limit: int) -> ChangedPage:
-        """The CRM search, ``lastmodifieddate`` GTE the cursor (epoch ms; GTE, not GT, so a
-        contact changed in the same millisecond as the last one read is not missed: reading
-        one twice changes nothing), oldest change first, ``after`` paging."""
+        """The CRM search, ``lastmodifieddate`` GTE the cursor less ``SEARCH_LAG_MS`` (epoch
+        ms; GTE, not GT, so a contact changed in the same millisecond as the last one read is
+        not missed; the margin, for a change the search indexes after a newer one: reading a
+        contact twice changes nothing), oldest change first, ``after`` paging."""
+        start = max(0, int(since or 0) - SEARCH_LAG_MS)
         body: dict[str, Any] = {
             "filterGroups": [{"filters": [{"propertyName": "lastmodifieddate", "operator": "GTE",
-                                           "value": since or "0"}]}],
+                                           "value": str(start)}]}],
             "sorts": [{"propertyName": "lastmodifieddate", "direction": "ASCENDING"}],
             "properties": sorted({"email", "hubspot_owner_id", "lastmodifieddate",
                                   *properties}),

@@ -220,3 +220,19 @@ def test_a_grant_without_the_owners_scope_still_follows_statuses(
     assert [r.status for r in hubspot.requests if r.path == "/crm/v3/owners/"] == [403]
     lead.refresh_from_db()
     assert lead.status == "converted" and lead.assigned_to is None
+
+
+def test_the_first_read_starts_at_connecting_not_at_the_crms_history(
+        kit, connected, hubspot, enqueued, synced_lead, django_capture_on_commit_callbacks):
+    """A customer of the CRM's past is no conversion of today: with no cursor yet, reading back
+    starts at the connection's time of connecting (less the search's lag margin)."""
+    lead, contact_id = synced_lead
+    hubspot.edit_contact(contact_id, lifecyclestage="customer")
+    with hubspot.lock:  # as if that change were made two hours before connecting
+        hubspot.objects["contacts"][contact_id]["_modified_ms"] -= 2 * 3600 * 1000
+    assert connected.cursor == ""
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.crm_poll(connection_id=connected.pk) == 0
+    lead.refresh_from_db()
+    assert lead.status == "new"
+    assert not Event.objects.filter(type=EventType.LEAD_CONVERTED, lead=lead).exists()
