@@ -7,7 +7,7 @@ What goes: the leads (through ``lead_delete``: the counts and rollups take them 
 answers of idempotent requests that showed them, the receivers' answers logged for webhook
 attempts about them, the email files of the embedded default's mailbox, the files sent in the
 conversations (rows and stored bytes), the rows of CSV imports not yet finished that hold their
-address, and every personal
+address, the links to their records in connected CRMs, and every personal
 value in the events: the snapshots in their facts lose the person's fields, and any text that
 still holds one of the person's strings says ``[erased]``. What stays: ids, counts, statuses and
 times, so the history and the analytics still add up. Visitor-days keep counting under a
@@ -38,6 +38,7 @@ from conversations.models import Attachment, Conversation, Meeting, Message, Out
 from conversations.services import conversation_delete
 from core import ids
 from core.models import Event, EventType
+from integrations.models import CrmSync, SyncKind
 from leads.models import LeadImportRow, LeadSearchWord
 from leads.services import lead_delete
 from webhooks.models import DeliveryAttempt
@@ -80,6 +81,8 @@ def erase_records(person: Person, *, needles: list[str], whole_person: bool,
         Q(type__startswith="lead.") | Q(type__startswith="meeting.")).values_list("pk", flat=True))
     started = timezone.now()
 
+    # Before the deletes: a deleted lead's links lose their lead.
+    _forget_crm_links(person, whole_person=whole_person)
     emails = emails_of(person, meeting_ids=meeting_ids, whole_person=whole_person)
     email_ids = {str(pk) for pk in emails.values_list("pk", flat=True)}
     counts["files"] = _erase_mail_files(needles, email_ids)
@@ -125,6 +128,17 @@ def emails_of(person: Person, *, meeting_ids: list, whole_person: bool = True
         Q(lead__in=person.lead_ids) | Q(meeting__in=meeting_ids)
         | Q(conversation_id__in=person.conversation_ids)
         | Q(to__in=person.emails if whole_person else []))
+
+
+def _forget_crm_links(person: Person, *, whole_person: bool) -> None:
+    """The links to the person's records in connected CRMs (ids, statuses and the CRM's last
+    error, which may echo what was sent): a conversation alone takes its notes' links; the whole
+    person all of them. The records in the CRM stay, for the CRM's own erasure."""
+    links = CrmSync.objects.filter(tenant=person.tenant, livemode=person.livemode,
+                                   lead__in=person.lead_ids)
+    if not whole_person:
+        links = links.filter(kind=SyncKind.NOTE, object_id__in=person.conversation_ids)
+    links.delete()
 
 
 def _delete(queryset) -> int:

@@ -40,6 +40,9 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "leads.LeadImportRow": (ERASED, "an uploaded file's rows, kept only until its import ends "
                                     "(a day at most if never started); the rows holding the "
                                     "person's address deleted"),
+    "integrations.CrmSync": (ERASED, "the links to the person's records in connected CRMs (the "
+                                     "CRM's ids, statuses and last error), deleted; the "
+                                     "records in the CRM stay, for the CRM's own erasure"),
     "privacy.Erasure": (ERASED, "the value that named the person is kept, encrypted, only "
                                 "until the erasure has found them"),
     # The tenant's own data: no visitor is in it.
@@ -77,6 +80,9 @@ INVENTORY: dict[str, tuple[str, str]] = {
     "conversations.CannedReply": (NOBODY, "replies the staff wrote, with placeholders"),
     "conversations.ProactiveMessage": (NOBODY, "messages the staff wrote for the widget to show, "
                                                "with their conditions and counts"),
+    "integrations.CrmConnection": (NOBODY, "the tenant's CRM connections: tokens (encrypted), "
+                                           "mappings, cursors and the last error reading "
+                                           "changes"),
     "calendars.CalendarConnection": (NOBODY, "the reps' calendars"),
     "otp_totp.TOTPDevice": (NOBODY, "the staff's second factor"),
     "otp_static.StaticDevice": (NOBODY, "the staff's backup codes"),

@@ -4,7 +4,7 @@ widget shows by itself, when, and how often they were shown and answered. Manage
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import messages
@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
-from conversations.models import ProactiveMessage, Returning
+from conversations.models import Returning
 from conversations.services.proactive import (
     MAX_MESSAGE,
     MAX_PATTERN,
@@ -25,6 +25,9 @@ from core.errors import ServiceError
 
 from ..auth import dashboard_view
 from .common import attempt, mark_invalid, refuse_on_form
+
+if TYPE_CHECKING:
+    from conversations.models import ProactiveMessage
 
 
 class ProactiveForm(forms.Form):

@@ -154,7 +154,9 @@ def test_prometheus_scrapes_every_process_series(service, tmp_path):
         assert scalar(prom, 'sum(salesagent_http_requests_total{surface="legacy",'
                             'route="/api/health",status="429"})') == refused
         assert scalar(prom, 'sum(salesagent_rate_limit_refusals_total{limit="address"})') == refused
-        assert scalar(prom, 'sum(salesagent_chat_turns_total{agent="builtin",path="builtin"})') == 1
+        # The turn came after the requests above: a later scrape has it.
+        assert eventually(prom, 'sum(salesagent_chat_turns_total{agent="builtin",path="builtin"})',
+                          1) == 1
         assert scalar(prom, "sum(salesagent_chat_turn_duration_seconds_count)") == 1
         # The worker's series, from its own processes, through the shared directory.
         eventually(prom, 'sum(salesagent_celery_task_duration_seconds_count'

@@ -245,3 +245,27 @@ def test_a_status_change_sets_the_lifecycle_stage_by_the_mapping(
     contact = hubspot.contacts()[0]["properties"]
     assert contact["lifecyclestage"] == "customer"
     assert CrmSync.objects.get().trigger in (EventType.LEAD_CONVERTED, EventType.LEAD_UPDATED)
+
+
+def test_an_erasure_forgets_the_person_s_crm_links_and_keeps_others(
+        api, kit, connected, hubspot, django_capture_on_commit_callbacks):
+    """The CRM's ids and last errors of an erased person's records go with them (a refused
+    sync's error may echo what was sent); another person's links stay. The records in HubSpot
+    stay, for HubSpot's own erasure."""
+    _capture(api, kit, django_capture_on_commit_callbacks)
+    _capture(api, kit, django_capture_on_commit_callbacks, visitor="visitor-2",
+             text="Hi, I'm Ada Byron, ada@example.org")
+    drain()
+    sam = CrmSync.objects.filter(lead__email="sam@umbrella.io")
+    assert {s.kind for s in sam} == {SyncKind.CONTACT, SyncKind.NOTE}
+    sam.update(last_error="HubSpot refused sam@umbrella.io")
+    others = set(CrmSync.objects.exclude(lead__email="sam@umbrella.io").values_list("pk", flat=True))
+    assert others
+
+    lead_id = sam.get(kind=SyncKind.CONTACT).lead_id
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api.delete(f"/api/v1/leads/lead_{lead_id.hex}", headers=kit.auth("admin"))
+    assert r.status_code == 204, r.content
+    assert set(CrmSync.objects.values_list("pk", flat=True)) == others
+    assert not CrmSync.objects.filter(last_error__contains="sam@").exists()
+    assert len(hubspot.contacts()) == 2

@@ -101,8 +101,9 @@ def test_messages_carry_the_time_zone_and_an_actions_metadata(stack, older):
             wait_idle(page)
         assert [b["message"] for b in sent] == ["Hi, I'm Ann, CEO at Hooli. ann@hooli.com",
                                                "Can we book a demo?"]
-        for body in sent:  # the zone joins the page's metadata
-            assert body["metadata"] == {"landingPage": url, "referrer": "", "timezone": ZONE}
+        for body in sent:  # the zone and the widget's language join the page's metadata
+            assert body["metadata"] == {"landingPage": url, "referrer": "", "timezone": ZONE,
+                                        "widgetLanguage": "en"}
 
         slot = next(a for a in received if a.get("type") == "reply")
         button = page.locator(".actions button").first
@@ -112,7 +113,8 @@ def test_messages_carry_the_time_zone_and_an_actions_metadata(stack, older):
         assert page.locator(".msg.user").count() == 3
         assert sent[-1]["message"] == slot["message"]
         assert sent[-1]["metadata"] == {"landingPage": url, "referrer": "",
-                                        **slot.get("metadata", {}), "timezone": ZONE}
+                                        **slot.get("metadata", {}), "timezone": ZONE,
+                                        "widgetLanguage": "en"}
         if older:
             assert slot["message"].startswith("Book ") and "slot" not in sent[-1]["metadata"]
         else:
