@@ -66,8 +66,12 @@ def test_serve_empties_the_directory_and_serves_every_process_series(tmp_path):
             time.sleep(0.5)
         assert all(found.get(key, 0) >= 1 for key in want), {k: found.get(k) for k in want}
         assert not stale.exists()
-        assert f"Metrics: {base}/metrics with Authorization: Bearer $METRICS_TOKEN" \
-            in log.read_text()
+        # The block of URLs comes once serve has seen the worker's and beat's ready lines, which
+        # may be a moment after their series.
+        line = f"Metrics: {base}/metrics with Authorization: Bearer $METRICS_TOKEN"
+        while line not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert line in log.read_text()
         assert httpx.get(f"{base}/metrics").status_code == 401
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
