@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import openai
 
+from config.tracing import model_call
 from core import embeddings
 
 if TYPE_CHECKING:
@@ -101,8 +102,9 @@ def _request(embedder: Embedder, texts: Sequence[str], *, timeout: float,
     batch = [(text or " ")[:embeddings.MAX_CHARS] for text in texts]
     client = _client(api_key=embedder.api_key, base_url=embedder.base_url)
     try:
-        response = client.with_options(timeout=timeout, max_retries=max_retries).embeddings.create(
-            model=embedder.model, input=batch)
+        with model_call("embeddings", client.base_url):
+            response = client.with_options(timeout=timeout, max_retries=max_retries
+                                            ).embeddings.create(model=embedder.model, input=batch)
     except openai.APITimeoutError as exc:
         raise EmbeddingFailed(f"no answer within {timeout:g} s") from exc
     except openai.APIStatusError as exc:

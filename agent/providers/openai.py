@@ -22,6 +22,7 @@ from typing import Any
 import openai
 from django.conf import settings
 
+from config.tracing import model_call
 from core import metrics
 from core.errors import ProviderTimeout, ProviderUnavailable
 
@@ -139,12 +140,14 @@ class OpenAIProvider(Provider):
             *_history(ctx),
             {"role": "user", "content": ctx.message},
         ]
+        client = self.client
         try:
-            completion = await self.client.chat.completions.create(
-                model=self.model, messages=messages, tools=[RECORD_TURN],
-                tool_choice={"type": "function", "function": {"name": "record_turn"}},
-                temperature=0, max_tokens=ANALYSIS_MAX_TOKENS,
-            )
+            with model_call("chat/completions", client.base_url):
+                completion = await client.chat.completions.create(
+                    model=self.model, messages=messages, tools=[RECORD_TURN],
+                    tool_choice={"type": "function", "function": {"name": "record_turn"}},
+                    temperature=0, max_tokens=ANALYSIS_MAX_TOKENS,
+                )
         except Exception as exc:
             raise _provider_error(exc) from exc
         used = getattr(getattr(completion, "usage", None), "total_tokens", None)
@@ -169,19 +172,21 @@ class OpenAIProvider(Provider):
         ]
         redactor = Redactor()
         self.finish_reason = None
+        client = self.client
         try:
-            stream = await self.client.chat.completions.create(
-                model=self.model, messages=messages, stream=True, temperature=0.3,
-                max_tokens=ctx.limits.max_tokens,
-            )
-            try:
-                async for chunk in stream:
-                    safe = redactor.feed(self._delta(chunk))
-                    if safe:
-                        yield safe
-            finally:
-                # Also when the visitor went away: the model stops generating for nobody.
-                await stream.close()
+            with model_call("chat/completions", client.base_url):
+                stream = await client.chat.completions.create(
+                    model=self.model, messages=messages, stream=True, temperature=0.3,
+                    max_tokens=ctx.limits.max_tokens,
+                )
+                try:
+                    async for chunk in stream:
+                        safe = redactor.feed(self._delta(chunk))
+                        if safe:
+                            yield safe
+                finally:
+                    # Also when the visitor went away: the model stops generating for nobody.
+                    await stream.close()
         except Exception as exc:
             raise _provider_error(exc) from exc
         rest = redactor.flush()

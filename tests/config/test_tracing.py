@@ -107,10 +107,6 @@ def _probe_daphne(env):
 
 
 @pytest.mark.live
-# A known defect (issue 31, noted at the stop): under daphne the web process exports only the
-# Celery producer's span; the request's span (Django's instrumentation under ASGI) is missing.
-# strict: the day the request span comes, this fails and the mark goes.
-@pytest.mark.xfail(strict=True, reason="no request span under daphne yet (issue 31)")
 def test_a_chat_turn_makes_one_trace_to_the_model_and_the_task_it_queued(stack, fake, receiver):
     auth = {"Authorization": f"Bearer {stack['key']}"}
     with httpx.Client(base_url=stack["base"], headers=auth, timeout=180) as client:
