@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import openai
 
-from config.tracing import model_call
 from core import embeddings
+from core.spans import model_call
 
 if TYPE_CHECKING:
     from tenants.models import Tenant

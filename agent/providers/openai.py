@@ -22,9 +22,9 @@ from typing import Any
 import openai
 from django.conf import settings
 
-from config.tracing import model_call
 from core import metrics
 from core.errors import ProviderTimeout, ProviderUnavailable
+from core.spans import model_call
 
 from .. import prompts
 from ..phrases import handoff_text
