@@ -596,10 +596,57 @@ def _name_beside_email(message: str, email: str) -> str | None:
     return None
 
 
+# Capitalised words in a row (a name's candidates, in any language and script with case).
+_CAPITALISED_RUN = re.compile(r"(?<![\w'’-])(?:[^\W\d_a-z][^\W\d_]*(?:['’-][^\W\d_]+)?"
+                              r"(?:[ \t]+|(?![\w'’-])))+")
+
+
+def _name_the_address_spells(message: str, email: str) -> str | None:
+    """A name anywhere in the message that the visitor's own address spells, whatever the
+    language around it ("Jestem Tomasz Wiśniewski, mój adres to tomasz.w@…"): two or three
+    capitalised words in a row whose first and last are the address's ("tomasz.w", "elif.yilmaz",
+    "tomaszwisniewski", "twisniewski"). The address corroborates the words, so no introduction
+    is needed; a pair the address does not spell names nobody."""
+    local = email.split("@")[0]
+    parts = [p for p in re.split(r"[^a-z]+", _plain(local)) if p]
+    letters = "".join(parts)
+    if len(letters) < 3:
+        return None
+    for run in _CAPITALISED_RUN.finditer(message):
+        names = run.group(0).split()
+        for size in (3, 2):
+            for i in range(len(names) - size + 1):
+                window = names[i:i + size]
+                if not all(_name_word(_Tok(word, 0, len(word))) for word in window):
+                    continue  # "Sales Team" for sales.team@…: words no name is made of
+                first, last = _plain(window[0]), _plain(window[-1])
+                if len(first) >= 2 and len(last) >= 2 and _spells(parts, letters, first, last):
+                    return " ".join(window)[:200]
+    return None
+
+
+def _spells(parts: list[str], letters: str, first: str, last: str) -> bool:
+    first, last = re.sub(r"[^a-z]", "", first), re.sub(r"[^a-z]", "", last)
+    if not first or not last:
+        return False
+    if letters in (first + last, last + first, first[0] + last, first + last[0]):
+        return True
+    # "tomasz.w", "elif.yilmaz", "yilmaz.elif": one part is the first name, another begins the
+    # last (or the other way round).
+    return len(parts) >= 2 and (
+        (parts[0] == first and last.startswith(parts[1]))
+        or (parts[0] == last and first.startswith(parts[1])))
+
+
+# Letters NFKD does not take apart: the Turkish dotless i, the Polish l, the Nordic o, and more.
+_FOLD = str.maketrans({"ı": "i", "ł": "l", "ø": "o", "đ": "d", "ħ": "h", "æ": "ae", "œ": "oe",
+                       "þ": "th", "ð": "d"})
+
+
 def _plain(value: str) -> str:
     import unicodedata
 
-    return "".join(c for c in unicodedata.normalize("NFKD", value.casefold())
+    return "".join(c for c in unicodedata.normalize("NFKD", value.casefold().translate(_FOLD))
                    if not unicodedata.combining(c))
 
 
@@ -657,7 +704,7 @@ def extract_contact(message: str, *, others: frozenset[str] | None = None) -> Co
     if signed.name and (name is None or _plain(signed.name).startswith(_plain(name))):
         name = signed.name
     if name is None and email:
-        name = _name_beside_email(message, email)
+        name = _name_beside_email(message, email) or _name_the_address_spells(message, email)
     return Contact(
         email=email,
         name=name,

@@ -351,3 +351,27 @@ def test_another_tenants_or_the_test_modes_lead_does_not_take_the_corrected_addr
     assert Lead.objects.get(pk=theirs.pk).email == "noor@saltmarsh.co"
     assert Lead.objects.get(pk=tests_own.pk).livemode is False
     assert not Event.objects.filter(tenant=stranger.tenant, type=EventType.LEAD_UPDATED).exists()
+
+
+# --- a name the address spells, in any language ------------------------------------------------
+
+@pytest.mark.parametrize(("message", "name"), [
+    # Languages the agent has no introduction words for: the address corroborates the name.
+    ("Witam, tu Marta Kowalczyk, piszcie na marta.kowalczyk@wydawnictwo.pl", "Marta Kowalczyk"),
+    ("Merhaba, ben Kemal Aydın; adresim kaydin@tekstil.com.tr", "Kemal Aydın"),
+    ("Hej, Søren Dahl her. Min mail er soren.d@moebler.dk", "Søren Dahl"),
+    ("Dobrý den, Petra Svobodová, svobodovapetra@stavby.cz", "Petra Svobodová"),
+    ("Hyvää päivää! Olen Mikko Laine ja sähköpostini on mikkolaine@saha.fi", "Mikko Laine"),
+])
+def test_a_name_the_address_spells_is_taken_in_any_language(message, name):
+    assert contact(message)["name"] == name
+
+
+@pytest.mark.parametrize("message", [
+    # Capitalised words the address does not spell, or words no name is made of.
+    "Witam, szukam narzędzia dla Grupy Orzeł, adres: biuro.handlowe@orzel.pl",
+    "Please reply to Support Desk Team at support.desk@harbourline.com",
+    "Merhaba, Ankara Ofisi adına yazıyorum: ankara@kargo.com.tr",
+])
+def test_capitalised_words_the_address_does_not_spell_name_nobody(message):
+    assert "name" not in contact(message)
