@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from conversations.models import Conversation, Meeting, MeetingStatus
@@ -50,6 +50,10 @@ REQUEUE_AFTER = timedelta(seconds=60)
 SWEEP_BATCH = 500
 REFRESH_MARGIN = timedelta(minutes=5)  # an OAuth access token is refreshed this long before
 TRANSCRIPT_MESSAGES = 200
+# A change that comes with every chat turn (a message, a new score) waits this long for the next
+# ones, so that a conversation is a request to the CRM every half minute at most, not several a
+# turn. The sweeper sends it once due.
+GATHER = timedelta(seconds=30)
 
 
 def _connector(connection: CrmConnection, token: str | None = None) -> Connector:
@@ -199,11 +203,15 @@ def _needs_reconnect(connection: CrmConnection, *, error: str, now: datetime) ->
 # --- planning (the event subscribers) -------------------------------------------------------
 
 def crm_sync_plan(*, tenant_id: Any, livemode: bool, kind: str, object_id: Any, lead_id: Any,
-                  trigger: str, except_provider: str | None = None, only: Any = None
-                  ) -> list[Any]:
+                  trigger: str, except_provider: str | None = None, only: Any = None,
+                  gather: bool = False) -> list[Any]:
     """Arms the sync of one object to each CRM the tenant has connected in this mode (a change
     of an object already synced re-arms its row: same CRM id, a new generation). Returns the
-    rows to enqueue."""
+    rows to enqueue.
+
+    ``gather``: a change that comes with every turn (``GATHER``). A row already pending keeps
+    its time (the change joins what it will send); another is due ``GATHER`` from now, left to
+    the sweeper, and not returned."""
     now = timezone.now()
     armed = []
     connections = CrmConnection.objects.filter(
@@ -219,6 +227,12 @@ def crm_sync_plan(*, tenant_id: Any, livemode: bool, kind: str, object_id: Any, 
         changes = {"status": status, "generation": F("generation") + 1, "attempts": 0,
                    "next_attempt_at": now if status == SyncStatus.PENDING else None,
                    "trigger": trigger, "last_error": "", "updated_at": now}
+        later = status == SyncStatus.PENDING and gather
+        if later:
+            changes["next_attempt_at"] = Case(
+                When(status=SyncStatus.PENDING, next_attempt_at__isnull=False,
+                     then=F("next_attempt_at")), default=Value(now + GATHER))
+            changes["enqueued_at"] = None  # the sweeper's, once due
         rows = CrmSync.objects.filter(connection=connection, kind=kind, object_id=object_id)
         if not rows.update(**changes):
             try:
@@ -226,11 +240,13 @@ def crm_sync_plan(*, tenant_id: Any, livemode: bool, kind: str, object_id: Any, 
                     CrmSync.objects.create(
                         connection=connection, tenant_id=tenant_id, livemode=livemode, kind=kind,
                         object_id=object_id, lead_id=lead_id, status=status, trigger=trigger,
-                        next_attempt_at=changes["next_attempt_at"], created_at=now,
-                        updated_at=now)
+                        next_attempt_at=now if status == SyncStatus.PENDING else None,
+                        created_at=now, updated_at=now)
             except IntegrityError:  # armed at the same moment by another process
                 rows.update(**changes)
-        if status == SyncStatus.PENDING:
+            else:
+                later = False  # a first sync goes at once: the record must exist in the CRM
+        if status == SyncStatus.PENDING and not later:
             armed += list(rows.values_list("pk", flat=True))
     return armed
 

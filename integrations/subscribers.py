@@ -17,6 +17,13 @@ MEETING_CHANGES = [EventType.MEETING_BOOKED, EventType.MEETING_RESCHEDULED,
                    EventType.MEETING_CANCELLED]
 
 
+# Changes that come with chat turns, several a turn (a message, the lead's score and fields as
+# the agent learns them): gathered for a moment (services.GATHER). A lead's creation, its
+# qualification or conversion, a handoff, a conversation's end and meetings go at once.
+EVERY_TURN = frozenset({EventType.MESSAGE_SENT, EventType.LEAD_SCORE_CHANGED,
+                        EventType.LEAD_UPDATED})
+
+
 def _plan(event: Event, kind: str, object_id) -> None:
     if object_id is None:
         return
@@ -24,7 +31,7 @@ def _plan(event: Event, kind: str, object_id) -> None:
     origin = str(event.facts.get("origin") or "")
     services.enqueue(services.crm_sync_plan(
         tenant_id=event.tenant_id, livemode=event.livemode, kind=kind, object_id=object_id,
-        lead_id=event.lead_id, trigger=event.type,
+        lead_id=event.lead_id, trigger=event.type, gather=event.type in EVERY_TURN,
         except_provider=origin.removeprefix("crm:") if origin.startswith("crm:") else None))
 
 

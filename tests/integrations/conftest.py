@@ -56,8 +56,10 @@ def connected(kit, hubspot, enqueued):
 
 
 def drain(now: datetime | None = None, *, rounds: int = 10) -> list[CrmSync]:
-    """Runs every due sync, as workers would, until none is due (or ``rounds`` passes)."""
-    now = now or timezone.now()
+    """Runs every due sync, as workers would, until none is due (or ``rounds`` passes). By
+    default the clock is past the gathering of changes that come with chat turns
+    (``services.GATHER``): what a test changed is sent."""
+    now = now or timezone.now() + services.GATHER
     done = []
     for _ in range(rounds):
         due = list(CrmSync.objects.filter(status=SyncStatus.PENDING, next_attempt_at__lte=now)
