@@ -110,11 +110,16 @@ class RequestIdMiddleware:
         return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        if request.resolver_match is not None:
-            logs.bind(route=logs.route_template(request.resolver_match))
+        _bind_route(request)
 
     async def _aprocess_view(self, request, view_func, view_args, view_kwargs):
-        self.process_view(request, view_func, view_args, view_kwargs)
+        # Not self.process_view: on the async path that name is this coroutine function.
+        _bind_route(request)
+
+
+def _bind_route(request) -> None:
+    if request.resolver_match is not None:
+        logs.bind(route=logs.route_template(request.resolver_match))
 
 
 # --- Django's middleware without needless thread hops -----------------------------------------

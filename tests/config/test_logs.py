@@ -43,6 +43,35 @@ def test_a_regular_expression_route_becomes_a_template():
     assert logs.route_template(match) == "/api/items/<pk>/<part>.json"
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_the_view_hook_binds_the_route_on_either_path(asynchronous, rf):
+    """Django calls the middleware's view hook (``process_view``) itself; on the async path it
+    is a coroutine function of its own, which must bind the route too (it once called itself)."""
+    import asyncio
+
+    from config.middleware import RequestIdMiddleware
+
+    async def answer(request):  # an async handler below: the middleware takes the async path
+        return None
+
+    middleware = RequestIdMiddleware(answer if asynchronous else (lambda request: None))
+    request = rf.get("/api/v1/leads")
+    request.resolver_match = resolve("/api/v1/leads")
+    context = contextvars.copy_context()
+
+    def hook():
+        token = logs.open_scope(request_id="req_1", surface="v1")
+        try:
+            result = middleware.process_view(request, None, (), {})
+            if asynchronous:
+                asyncio.run(result)
+            return logs.current("route")
+        finally:
+            logs.close_scope(token)
+
+    assert context.run(hook) == "/api/v1/leads"
+
+
 def test_a_json_line_holds_the_scope_and_masks_addresses():
     handler = logging.StreamHandler(io.StringIO())
     handler.addFilter(logs.ContextFilter())
