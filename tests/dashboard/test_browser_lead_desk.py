@@ -190,7 +190,10 @@ def test_a_slow_client_is_sent_the_export_no_faster_than_it_reads(stack):
             "username": "max@bulk.test", "password": PASSWORD,
             "csrfmiddlewaretoken": client.cookies["csrftoken"]})
         session = client.cookies["sessionid"]
-        whole = client.get("/dashboard/leads/export/").content  # warms the server up
+        # Warms the server up, twice: its allocator keeps the arenas of a whole export after
+        # the second, so what follows measures what is held, not what is allocated anew.
+        for _ in range(2):
+            whole = client.get("/dashboard/leads/export/").content
     assert len(whole) > 25_000_000 and whole.count(b"\n") == BIG_LEADS + 1
     before = _rss_mb(base.process.pid)
     with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1]))) as sock:
@@ -198,8 +201,14 @@ def test_a_slow_client_is_sent_the_export_no_faster_than_it_reads(stack):
         sock.sendall(f"GET /dashboard/leads/export/ HTTP/1.1\r\nHost: {base[7:]}\r\n"
                      f"Cookie: sessionid={session}\r\nConnection: close\r\n\r\n".encode())
         received = sock.recv(65536)
-        time.sleep(3)  # the client reads nothing; the database could send it all meanwhile
-        grown = _rss_mb(base.process.pid) - before
+        time.sleep(2)  # the client reads nothing; the database could send it all meanwhile
+        # What is held stays; a passing allocation (a busy machine's timing) does not: the
+        # least of a few readings.
+        readings = []
+        for _ in range(4):
+            time.sleep(0.5)
+            readings.append(_rss_mb(base.process.pid) - before)
+        grown = min(readings)
         while chunk := sock.recv(1 << 20):
             received += chunk
     assert grown < 8, f"the server's memory grew by {grown:.1f} MB for a client that waited"
