@@ -4,13 +4,11 @@ The password comes from --password, or, to keep it out of the shell's history, f
 --password-stdin or the CALDAV_PASSWORD environment variable.
 """
 
-import os
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
 from calendars.services import calendar_connect
-from core.cli import as_json
+from core.cli import as_json, refused, secret
 from core.errors import ServiceError
 from tenants.models import User
 from tenants.selectors import tenant_by_reference
@@ -39,19 +37,12 @@ class Command(BaseCommand):
         user = User.objects.filter(tenant=found, email__iexact=email).first()
         if user is None:
             raise CommandError(f"No user {email!r} in {found.name}.")
-        if password_stdin:
-            password = sys.stdin.readline().rstrip("\r\n")
-        elif password is None:
-            password = os.environ.get(PASSWORD_ENV, "")
-        if not password:
-            raise CommandError(f"No password: give --password, --password-stdin or ${PASSWORD_ENV}.")
+        password = secret(password, from_stdin=password_stdin, env=PASSWORD_ENV, what="password")
         try:
             connection = calendar_connect(tenant=found, user=user, url=url, username=username,
                                           password=password)
         except ServiceError as exc:
-            raise CommandError(exc.message + "".join(f" {d.field}: {d.message}"
-                                                     for d in exc.details
-                                                     if d.message != exc.message)) from exc
+            raise CommandError(refused(exc)) from exc
         summary = {"user": user.email, "calendar_url": connection.calendar_url,
                    "freebusy_query": connection.freebusy_query,
                    "verified_at": connection.verified_at.isoformat()}

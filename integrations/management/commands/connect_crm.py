@@ -4,12 +4,10 @@ The token comes from --token, or, to keep it out of the shell's history, from --
 the CRM_TOKEN environment variable.
 """
 
-import os
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from core.cli import as_json
+from core.cli import as_json, refused, secret
 from core.errors import ServiceError
 from integrations.models import Provider
 from integrations.services import crm_connect_token
@@ -36,19 +34,12 @@ class Command(BaseCommand):
         found = tenant_by_reference(tenant)
         if found is None:
             raise CommandError(f"No tenant with id or public id {tenant!r}.")
-        if token_stdin:
-            token = sys.stdin.readline().rstrip("\r\n")
-        elif token is None:
-            token = os.environ.get(TOKEN_ENV, "")
-        if not token:
-            raise CommandError(f"No token: give --token, --token-stdin or ${TOKEN_ENV}.")
+        token = secret(token, from_stdin=token_stdin, env=TOKEN_ENV, what="token")
         try:
             connection = crm_connect_token(tenant=found, livemode=not test, provider=provider,
                                            token=token, base_url=base_url)
         except ServiceError as exc:
-            raise CommandError(exc.message + "".join(f" {d.field}: {d.message}"
-                                                     for d in exc.details
-                                                     if d.message != exc.message)) from exc
+            raise CommandError(refused(exc)) from exc
         summary = {"provider": connection.provider, "status": connection.status,
                    "livemode": connection.livemode, "base_url": connection.base_url,
                    "scopes": connection.scopes}
